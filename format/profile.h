@@ -1,0 +1,220 @@
+/*
+ * profile.h - the raw stackprof profile: record layout, writer and reader.
+ *
+ * The sampler writes a profile while the target runs; the CLI reads it after
+ * the run. The byte layout is documented in docs/FORMAT.md. In short:
+ *
+ *   "STKPROF\n"                      8-byte magic, uncompressed
+ *   zlib stream of records           each: u8 type, uleb128 length, payload
+ *
+ * The stream is flushed with Z_SYNC_FLUSH at every sp_writer_flush(), and each
+ * flush is preceded by a CHECKPOINT record carrying the CRC-32 of all record
+ * bytes since the previous checkpoint. A file cut off anywhere is therefore
+ * readable up to its last flush, and corruption inside a flushed block is
+ * caught by the CRC even where zlib's own check (only at stream end) is not
+ * reached.
+ *
+ * Nothing here is async-signal-safe: the sampler calls the writer from its
+ * writer thread only.
+ */
+#ifndef SP_FORMAT_PROFILE_H
+#define SP_FORMAT_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SP_PROFILE_MAGIC     "STKPROF\n"
+#define SP_PROFILE_MAGIC_LEN 8
+#define SP_PROFILE_VERSION   1
+
+enum sp_rec_type {
+	SP_REC_HEADER = 1,
+	SP_REC_MODULE = 2,
+	SP_REC_THREAD = 3,
+	SP_REC_STACK = 4,
+	SP_REC_SAMPLE = 5,
+	SP_REC_RANGE = 6,
+	SP_REC_JIT = 7,
+	SP_REC_STATS = 8,
+	SP_REC_CHECKPOINT = 9,
+	SP_REC_UNLOAD = 10,
+};
+
+/* Module flags. */
+#define SP_MOD_VDSO   0x1u /* image bytes are the vDSO copied at run time */
+#define SP_MOD_MAIN   0x2u /* the main executable */
+#define SP_MOD_DLOPEN 0x4u /* loaded by dlopen() after start */
+
+/* Stack flags. */
+#define SP_STACK_TRUNCATED  0x1u /* deeper than max_depth: outer frames cut */
+#define SP_STACK_UNWIND_ERR 0x2u /* unwinder stopped early on an error */
+#define SP_STACK_JIT_SCAN   0x4u /* a frame was found by stack scanning */
+
+/* Stats flags. */
+#define SP_STATS_FINAL 0x1u /* written by a clean shutdown */
+#define SP_STATS_EXEC  0x2u /* written just before exec() */
+
+struct sp_prof_header {
+	uint32_t version;
+	int32_t pid;
+	int32_t ppid;
+	uint64_t start_realtime_ns; /* CLOCK_REALTIME at start */
+	uint64_t start_mono_ns;	    /* CLOCK_MONOTONIC at start; times are relative */
+	uint32_t freq_hz;	    /* requested rate per thread */
+	uint32_t max_depth;
+	char *timer;   /* "posix-cputimer", "perf-task-clock", "itimer-prof" */
+	char *cmdline; /* arguments joined by spaces */
+	char *exe;     /* /proc/self/exe at start */
+	char *hostname;
+};
+
+struct sp_prof_module {
+	uint32_t id;
+	uint32_t flags;
+	uint64_t start; /* lowest mapped address of the module (load bias + min vaddr) */
+	uint64_t end;
+	uint64_t bias; /* load bias: runtime address - ELF virtual address */
+	uint64_t time_ns;
+	char *path;
+	uint8_t build_id[64];
+	uint32_t build_id_len;
+	uint8_t *image; /* copied ELF image (vDSO); NULL otherwise */
+	size_t image_len;
+	uint64_t unload_ns; /* 0 while still loaded */
+};
+
+struct sp_prof_thread {
+	int32_t tid;
+	uint64_t time_ns;
+	char *name;
+};
+
+struct sp_prof_stack {
+	uint32_t id;
+	uint32_t flags;
+	uint32_t depth;
+	uint64_t *pcs; /* pcs[0] is the interrupted PC, then return addresses */
+};
+
+struct sp_prof_sample {
+	int32_t tid;
+	uint32_t stack;	    /* stack id */
+	uint32_t range;	    /* range node id, 0 for none */
+	uint64_t time_ns;   /* since start_mono_ns */
+	uint64_t weight_ns; /* CPU time this sample stands for */
+};
+
+/* A named range node. Ranges nest: parent is 0 at the outermost. */
+struct sp_prof_range {
+	uint32_t id;
+	uint32_t parent;
+	char *name;
+};
+
+/* A JIT symbol from a perf-<pid>.map file. */
+struct sp_prof_jit {
+	uint64_t start;
+	uint64_t size;
+	char *name;
+};
+
+struct sp_prof_stats {
+	uint32_t flags;
+	uint64_t time_ns;
+	uint64_t samples;
+	uint64_t drops;		/* ring full: sample lost, never blocked */
+	uint64_t unwind_errors; /* stacks cut short by an unwinder error */
+	uint64_t truncated;	/* stacks deeper than max_depth */
+	uint64_t skipped;	/* signals that arrived while unwinding was unsafe */
+	uint64_t weight_ns;	/* CPU time covered by the samples */
+	uint64_t signals;	/* timer signals handled (incl. overruns as 1) */
+	uint64_t overruns;
+	char *timer; /* the timer that really ran */
+};
+
+/* ---------------------------------------------------------------- writer */
+
+struct sp_writer;
+
+/*
+ * Starts a profile on fd (already open for writing). Writes the magic.
+ * Takes no ownership of fd. Returns NULL on allocation failure.
+ */
+struct sp_writer *sp_writer_new(int fd);
+
+/* Each writes one record to the compression buffer. 0 or -errno. */
+int sp_writer_header(struct sp_writer *w, const struct sp_prof_header *h);
+int sp_writer_module(struct sp_writer *w, const struct sp_prof_module *m);
+int sp_writer_unload(struct sp_writer *w, uint32_t module_id, uint64_t time_ns);
+int sp_writer_thread(struct sp_writer *w, const struct sp_prof_thread *t);
+int sp_writer_stack(struct sp_writer *w, const struct sp_prof_stack *s);
+int sp_writer_sample(struct sp_writer *w, const struct sp_prof_sample *s);
+int sp_writer_range(struct sp_writer *w, const struct sp_prof_range *r);
+int sp_writer_jit(struct sp_writer *w, const struct sp_prof_jit *j);
+int sp_writer_stats(struct sp_writer *w, const struct sp_prof_stats *s);
+
+/*
+ * Writes a checkpoint and pushes everything so far to the file with
+ * Z_SYNC_FLUSH, so that a reader sees all records written before the call
+ * even if the process dies right after. 0 or -errno.
+ */
+int sp_writer_flush(struct sp_writer *w);
+
+/* Flushes, ends the zlib stream and frees w (NULL is fine). 0 or -errno. */
+int sp_writer_close(struct sp_writer *w);
+
+/* Frees w without writing anything more (after fork in the child). */
+void sp_writer_abandon(struct sp_writer *w);
+
+/* Bytes written to the file so far (compressed). */
+uint64_t sp_writer_bytes(const struct sp_writer *w);
+
+/* ---------------------------------------------------------------- reader */
+
+enum sp_read_status {
+	SP_READ_OK = 0,	       /* complete: ended with a clean zlib stream end */
+	SP_READ_TRUNCATED = 1, /* cut off: records up to the last checkpoint are kept */
+	SP_READ_CORRUPT = 2,   /* bad data: records up to the last good checkpoint are kept */
+};
+
+/* A whole profile in memory. Arrays are in file order; ids index nothing. */
+struct sp_profile {
+	struct sp_prof_header header;
+	struct sp_prof_module *modules;
+	size_t n_modules;
+	struct sp_prof_thread *threads;
+	size_t n_threads;
+	struct sp_prof_stack *stacks; /* sorted by id, ids are dense from 1 */
+	size_t n_stacks;
+	struct sp_prof_sample *samples;
+	size_t n_samples;
+	struct sp_prof_range *ranges; /* sorted by id, ids are dense from 1 */
+	size_t n_ranges;
+	struct sp_prof_jit *jits;
+	size_t n_jits;
+	struct sp_prof_stats stats; /* the last stats record */
+	bool has_stats;
+	enum sp_read_status status;
+	char error[256]; /* why status is not SP_READ_OK */
+	uint64_t file_bytes;
+};
+
+/*
+ * Reads the profile at path. Returns NULL with errno set and a message in
+ * err (if non-NULL, errlen bytes) when nothing usable could be read: the file
+ * is missing, not a stackprof profile, an unknown version, or broken before
+ * its header. Otherwise returns the profile, whose status says whether it was
+ * complete; a truncated or corrupt profile keeps every record up to the last
+ * good checkpoint. Free with sp_profile_free().
+ */
+struct sp_profile *sp_profile_read(const char *path, char *err, size_t errlen);
+
+void sp_profile_free(struct sp_profile *p);
+
+/* Borrowed lookups; NULL if absent. */
+const struct sp_prof_stack *sp_profile_stack(const struct sp_profile *p, uint32_t id);
+const struct sp_prof_range *sp_profile_range(const struct sp_profile *p, uint32_t id);
+const struct sp_prof_thread *sp_profile_thread(const struct sp_profile *p, int32_t tid);
+
+#endif

@@ -1,0 +1,564 @@
+#include "profile.h"
+#include "buf.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+/* Bounds that no real profile reaches; they stop a corrupt length from asking for gigabytes. */
+#define SP_MAX_RECORD (64u << 20)
+#define SP_MAX_DEPTH  65536u
+
+struct sp_counts {
+	size_t modules, threads, stacks, samples, ranges, jits;
+	struct sp_prof_stats stats;
+	bool has_stats;
+	bool has_header;
+};
+
+struct sp_reader {
+	struct sp_profile *p;
+	size_t cap_modules, cap_threads, cap_stacks, cap_samples, cap_ranges, cap_jits;
+	struct sp_counts committed;
+	bool has_header;
+	uLong crc;
+	uint64_t n_records;
+};
+
+static void sp_set_error(struct sp_profile *p, enum sp_read_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void sp_set_error(struct sp_profile *p, enum sp_read_status st, const char *fmt, ...)
+{
+	if (p->status != SP_READ_OK)
+		return; /* keep the first reason */
+	p->status = st;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(p->error, sizeof(p->error), fmt, ap);
+	va_end(ap);
+}
+
+static bool sp_grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return true;
+	size_t cap2 = *cap ? *cap * 2 : 64;
+	while (cap2 < need)
+		cap2 *= 2;
+	void *a = realloc(*arr, cap2 * elem);
+	if (!a)
+		return false;
+	*arr = a;
+	*cap = cap2;
+	return true;
+}
+
+#define SP_PUSH(r, field, capfield)                                                                \
+	(sp_grow((void **)&(r)->p->field, &(r)->capfield, (r)->p->n_##field + 1,                   \
+		 sizeof(*(r)->p->field))                                                           \
+	     ? &(r)->p->field[(r)->p->n_##field++]                                                 \
+	     : NULL)
+
+static void sp_stats_release(struct sp_prof_stats *s)
+{
+	free(s->timer);
+	s->timer = NULL;
+}
+
+static void sp_header_release(struct sp_prof_header *h)
+{
+	free(h->timer);
+	free(h->cmdline);
+	free(h->exe);
+	free(h->hostname);
+	memset(h, 0, sizeof(*h));
+}
+
+/* Drops every record after the last good checkpoint. */
+static void sp_rollback(struct sp_reader *r)
+{
+	struct sp_profile *p = r->p;
+	struct sp_counts *c = &r->committed;
+	for (size_t i = c->modules; i < p->n_modules; i++) {
+		free(p->modules[i].path);
+		free(p->modules[i].image);
+	}
+	for (size_t i = c->threads; i < p->n_threads; i++)
+		free(p->threads[i].name);
+	for (size_t i = c->stacks; i < p->n_stacks; i++)
+		free(p->stacks[i].pcs);
+	for (size_t i = c->ranges; i < p->n_ranges; i++)
+		free(p->ranges[i].name);
+	for (size_t i = c->jits; i < p->n_jits; i++)
+		free(p->jits[i].name);
+	p->n_modules = c->modules;
+	p->n_threads = c->threads;
+	p->n_stacks = c->stacks;
+	p->n_samples = c->samples;
+	p->n_ranges = c->ranges;
+	p->n_jits = c->jits;
+	if (p->stats.timer != c->stats.timer)
+		sp_stats_release(&p->stats);
+	p->stats = c->stats;
+	p->has_stats = c->has_stats;
+	if (r->has_header && !c->has_header) {
+		sp_header_release(&p->header);
+		r->has_header = false;
+	}
+}
+
+static void sp_commit(struct sp_reader *r)
+{
+	struct sp_profile *p = r->p;
+	struct sp_counts *c = &r->committed;
+	if (c->stats.timer != p->stats.timer)
+		free(c->stats.timer);
+	c->modules = p->n_modules;
+	c->threads = p->n_threads;
+	c->stacks = p->n_stacks;
+	c->samples = p->n_samples;
+	c->ranges = p->n_ranges;
+	c->jits = p->n_jits;
+	c->stats = p->stats;
+	c->has_stats = p->has_stats;
+	c->has_header = r->has_header;
+}
+
+/* Parses one record. Returns false (with p->error set) if it is malformed. */
+static bool sp_parse_record(struct sp_reader *r, uint8_t type, const uint8_t *data, size_t len)
+{
+	struct sp_profile *p = r->p;
+	struct sp_cursor c;
+	sp_cursor_init(&c, data, len);
+
+	if (!r->has_header && type != SP_REC_HEADER && type != SP_REC_CHECKPOINT) {
+		sp_set_error(p, SP_READ_CORRUPT, "record type %u before the header", type);
+		return false;
+	}
+	switch (type) {
+	case SP_REC_HEADER: {
+		if (r->has_header) {
+			sp_set_error(p, SP_READ_CORRUPT, "second header record");
+			return false;
+		}
+		struct sp_prof_header *h = &p->header;
+		h->version = (uint32_t)sp_cursor_uleb(&c);
+		h->pid = (int32_t)sp_cursor_sleb(&c);
+		h->ppid = (int32_t)sp_cursor_sleb(&c);
+		h->start_realtime_ns = sp_cursor_uleb(&c);
+		h->start_mono_ns = sp_cursor_uleb(&c);
+		h->freq_hz = (uint32_t)sp_cursor_uleb(&c);
+		h->max_depth = (uint32_t)sp_cursor_uleb(&c);
+		h->timer = sp_cursor_str(&c);
+		h->cmdline = sp_cursor_str(&c);
+		h->exe = sp_cursor_str(&c);
+		h->hostname = sp_cursor_str(&c);
+		r->has_header = true;
+		break;
+	}
+	case SP_REC_MODULE: {
+		struct sp_prof_module *m = SP_PUSH(r, modules, cap_modules);
+		if (!m)
+			goto oom;
+		memset(m, 0, sizeof(*m));
+		m->id = (uint32_t)sp_cursor_uleb(&c);
+		m->flags = (uint32_t)sp_cursor_uleb(&c);
+		m->start = sp_cursor_uleb(&c);
+		m->end = sp_cursor_uleb(&c);
+		m->bias = sp_cursor_uleb(&c);
+		m->time_ns = sp_cursor_uleb(&c);
+		m->path = sp_cursor_str(&c);
+		const uint8_t *bid;
+		size_t n = sp_cursor_blob(&c, &bid);
+		if (n > sizeof(m->build_id))
+			c.bad = true;
+		else if (n)
+			memcpy(m->build_id, bid, n);
+		m->build_id_len = (uint32_t)n;
+		const uint8_t *img;
+		n = sp_cursor_blob(&c, &img);
+		if (n && !c.bad) {
+			m->image = malloc(n);
+			if (!m->image)
+				goto oom;
+			memcpy(m->image, img, n);
+			m->image_len = n;
+		}
+		break;
+	}
+	case SP_REC_UNLOAD: {
+		uint32_t id = (uint32_t)sp_cursor_uleb(&c);
+		uint64_t t = sp_cursor_uleb(&c);
+		for (size_t i = p->n_modules; i-- > 0;) {
+			if (p->modules[i].id == id && !p->modules[i].unload_ns) {
+				p->modules[i].unload_ns = t ? t : 1;
+				break;
+			}
+		}
+		break;
+	}
+	case SP_REC_THREAD: {
+		struct sp_prof_thread *t = SP_PUSH(r, threads, cap_threads);
+		if (!t)
+			goto oom;
+		t->tid = (int32_t)sp_cursor_sleb(&c);
+		t->time_ns = sp_cursor_uleb(&c);
+		t->name = sp_cursor_str(&c);
+		break;
+	}
+	case SP_REC_STACK: {
+		uint32_t id = (uint32_t)sp_cursor_uleb(&c);
+		uint32_t flags = (uint32_t)sp_cursor_uleb(&c);
+		uint64_t depth = sp_cursor_uleb(&c);
+		if (c.bad || id != p->n_stacks + 1 || depth > SP_MAX_DEPTH || depth > len) {
+			sp_set_error(p, SP_READ_CORRUPT, "bad stack record (id %u, depth %llu)", id,
+				     (unsigned long long)depth);
+			return false;
+		}
+		struct sp_prof_stack *s = SP_PUSH(r, stacks, cap_stacks);
+		if (!s)
+			goto oom;
+		s->id = id;
+		s->flags = flags;
+		s->depth = (uint32_t)depth;
+		s->pcs = malloc((depth ? depth : 1) * sizeof(uint64_t));
+		if (!s->pcs)
+			goto oom;
+		uint64_t prev = 0;
+		for (uint64_t i = 0; i < depth; i++) {
+			prev += (uint64_t)sp_cursor_sleb(&c);
+			s->pcs[i] = prev;
+		}
+		break;
+	}
+	case SP_REC_SAMPLE: {
+		struct sp_prof_sample *s = SP_PUSH(r, samples, cap_samples);
+		if (!s)
+			goto oom;
+		s->tid = (int32_t)sp_cursor_sleb(&c);
+		s->stack = (uint32_t)sp_cursor_uleb(&c);
+		s->range = (uint32_t)sp_cursor_uleb(&c);
+		s->time_ns = sp_cursor_uleb(&c);
+		s->weight_ns = sp_cursor_uleb(&c);
+		if (!c.bad && (s->stack == 0 || s->stack > p->n_stacks || s->range > p->n_ranges)) {
+			sp_set_error(p, SP_READ_CORRUPT,
+				     "sample refers to unknown stack %u or range %u", s->stack,
+				     s->range);
+			return false;
+		}
+		break;
+	}
+	case SP_REC_RANGE: {
+		uint32_t id = (uint32_t)sp_cursor_uleb(&c);
+		uint32_t parent = (uint32_t)sp_cursor_uleb(&c);
+		if (c.bad || id != p->n_ranges + 1 || parent >= id) {
+			sp_set_error(p, SP_READ_CORRUPT, "bad range record (id %u)", id);
+			return false;
+		}
+		struct sp_prof_range *rg = SP_PUSH(r, ranges, cap_ranges);
+		if (!rg)
+			goto oom;
+		rg->id = id;
+		rg->parent = parent;
+		rg->name = sp_cursor_str(&c);
+		break;
+	}
+	case SP_REC_JIT: {
+		struct sp_prof_jit *j = SP_PUSH(r, jits, cap_jits);
+		if (!j)
+			goto oom;
+		j->start = sp_cursor_uleb(&c);
+		j->size = sp_cursor_uleb(&c);
+		j->name = sp_cursor_str(&c);
+		break;
+	}
+	case SP_REC_STATS: {
+		struct sp_prof_stats s;
+		memset(&s, 0, sizeof(s));
+		s.flags = (uint32_t)sp_cursor_uleb(&c);
+		s.time_ns = sp_cursor_uleb(&c);
+		s.samples = sp_cursor_uleb(&c);
+		s.drops = sp_cursor_uleb(&c);
+		s.unwind_errors = sp_cursor_uleb(&c);
+		s.truncated = sp_cursor_uleb(&c);
+		s.skipped = sp_cursor_uleb(&c);
+		s.weight_ns = sp_cursor_uleb(&c);
+		s.signals = sp_cursor_uleb(&c);
+		s.overruns = sp_cursor_uleb(&c);
+		s.timer = sp_cursor_str(&c);
+		if (p->stats.timer != r->committed.stats.timer)
+			sp_stats_release(&p->stats);
+		p->stats = s;
+		p->has_stats = true;
+		break;
+	}
+	case SP_REC_CHECKPOINT: {
+		uint64_t crc = sp_cursor_uleb(&c);
+		uint64_t n = sp_cursor_uleb(&c);
+		if (c.bad || crc != r->crc || n != r->n_records) {
+			sp_set_error(p, SP_READ_CORRUPT,
+				     "checksum mismatch in the block ending at record %llu",
+				     (unsigned long long)n);
+			return false;
+		}
+		sp_commit(r);
+		r->crc = crc32(0L, Z_NULL, 0);
+		r->n_records = 0;
+		return true;
+	default:
+		/* unknown types from a newer minor revision are skipped */
+		break;
+	}
+	}
+	if (c.bad) {
+		sp_set_error(p, SP_READ_CORRUPT, "malformed record of type %u", type);
+		return false;
+	}
+	return true;
+oom:
+	sp_set_error(p, SP_READ_CORRUPT, "out of memory");
+	return false;
+}
+
+/*
+ * Consumes whole records from data; returns the bytes used, or -1 once a
+ * record is bad. The CRC covers each record's type, length and payload.
+ */
+static long sp_parse_records(struct sp_reader *r, const uint8_t *data, size_t len)
+{
+	size_t off = 0;
+	while (off < len) {
+		struct sp_cursor c;
+		sp_cursor_init(&c, data + off, len - off);
+		uint8_t type = sp_cursor_u8(&c);
+		uint64_t n = sp_cursor_uleb(&c);
+		if (c.bad)
+			break; /* header incomplete: wait for more */
+		if (n > SP_MAX_RECORD) {
+			sp_set_error(r->p, SP_READ_CORRUPT, "record of %llu bytes",
+				     (unsigned long long)n);
+			return -1;
+		}
+		size_t head = (size_t)(c.p - (data + off));
+		if (n > len - off - head)
+			break;
+		if (type != SP_REC_CHECKPOINT) {
+			r->crc = crc32(r->crc, data + off, (uInt)(head + n));
+			r->n_records++;
+		}
+		if (!sp_parse_record(r, type, data + off + head, (size_t)n))
+			return -1;
+		off += head + (size_t)n;
+	}
+	return (long)off;
+}
+
+const struct sp_prof_stack *sp_profile_stack(const struct sp_profile *p, uint32_t id)
+{
+	if (id == 0 || id > p->n_stacks)
+		return NULL;
+	return &p->stacks[id - 1];
+}
+
+const struct sp_prof_range *sp_profile_range(const struct sp_profile *p, uint32_t id)
+{
+	if (id == 0 || id > p->n_ranges)
+		return NULL;
+	return &p->ranges[id - 1];
+}
+
+const struct sp_prof_thread *sp_profile_thread(const struct sp_profile *p, int32_t tid)
+{
+	/* the last record for a tid wins: a thread may be renamed */
+	for (size_t i = p->n_threads; i-- > 0;)
+		if (p->threads[i].tid == tid)
+			return &p->threads[i];
+	return NULL;
+}
+
+static uint8_t *sp_slurp(const char *path, size_t *len, int *err)
+{
+	uint8_t *data = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		*err = errno;
+		return NULL;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		*err = errno;
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		*err = EINVAL;
+		goto out;
+	}
+	data = malloc((size_t)st.st_size + 1);
+	if (!data) {
+		*err = ENOMEM;
+		goto out;
+	}
+	size_t got = 0;
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, data + got, (size_t)st.st_size - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	*len = got;
+out:
+	close(fd);
+	return data;
+}
+
+struct sp_profile *sp_profile_read(const char *path, char *err, size_t errlen)
+{
+	struct sp_profile *p = NULL;
+	struct sp_reader r;
+	uint8_t *file = NULL, *pend = NULL;
+	size_t flen = 0, plen = 0, pcap = 0;
+	int e = 0;
+	z_stream z;
+	bool z_ready = false;
+
+	memset(&r, 0, sizeof(r));
+	file = sp_slurp(path, &flen, &e);
+	if (!file) {
+		if (err)
+			snprintf(err, errlen, "%s: %s", path,
+				 e == EINVAL ? "not a regular file" : strerror(e));
+		errno = e;
+		goto fail;
+	}
+	if (flen < SP_PROFILE_MAGIC_LEN || memcmp(file, SP_PROFILE_MAGIC, SP_PROFILE_MAGIC_LEN)) {
+		if (err)
+			snprintf(err, errlen, "%s: not a stackprof profile (bad magic)", path);
+		errno = EINVAL;
+		goto fail;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		errno = ENOMEM;
+		goto fail;
+	}
+	p->file_bytes = flen;
+	r.p = p;
+	r.crc = crc32(0L, Z_NULL, 0);
+
+	memset(&z, 0, sizeof(z));
+	if (inflateInit(&z) != Z_OK) {
+		errno = ENOMEM;
+		goto fail;
+	}
+	z_ready = true;
+	z.next_in = file + SP_PROFILE_MAGIC_LEN;
+	z.avail_in = (uInt)(flen - SP_PROFILE_MAGIC_LEN);
+
+	bool ended = false;
+	for (;;) {
+		if (!sp_grow((void **)&pend, &pcap, plen + 65536, 1)) {
+			sp_set_error(p, SP_READ_CORRUPT, "out of memory");
+			break;
+		}
+		z.next_out = pend + plen;
+		z.avail_out = (uInt)(pcap - plen);
+		int rc = inflate(&z, Z_SYNC_FLUSH);
+		plen = pcap - z.avail_out;
+		if (rc == Z_DATA_ERROR || rc == Z_NEED_DICT || rc == Z_MEM_ERROR) {
+			sp_set_error(p, SP_READ_CORRUPT,
+				     "compressed data is corrupt at byte %llu (%s)",
+				     (unsigned long long)(z.total_in + SP_PROFILE_MAGIC_LEN),
+				     z.msg ? z.msg : "zlib error");
+			break;
+		}
+		long used = sp_parse_records(&r, pend, plen);
+		if (used < 0)
+			break;
+		memmove(pend, pend + used, plen - (size_t)used);
+		plen -= (size_t)used;
+		if (rc == Z_STREAM_END) {
+			ended = true;
+			break;
+		}
+		if (rc == Z_BUF_ERROR && z.avail_in == 0)
+			break; /* input used up before the stream end */
+	}
+	if (p->status == SP_READ_OK && ended && (plen || r.n_records)) {
+		/* a clean zlib end must also end on a checkpoint */
+		sp_set_error(p, SP_READ_CORRUPT, "trailing data after the last checkpoint");
+	}
+	if (p->status == SP_READ_OK && !ended)
+		sp_set_error(p, SP_READ_TRUNCATED,
+			     "truncated after %llu of %llu bytes: the program was probably killed; "
+			     "records up to its last flush are kept",
+			     (unsigned long long)(z.total_in + SP_PROFILE_MAGIC_LEN),
+			     (unsigned long long)flen);
+	if (p->status != SP_READ_OK)
+		sp_rollback(&r);
+	if (!r.has_header) {
+		if (err)
+			snprintf(err, errlen, "%s: no complete header: %s", path,
+				 p->error[0] ? p->error : "empty profile");
+		errno = EINVAL;
+		goto fail;
+	}
+	if (p->header.version != SP_PROFILE_VERSION) {
+		if (err)
+			snprintf(err, errlen,
+				 "%s: profile version %u, this stackprof reads version %u", path,
+				 p->header.version, SP_PROFILE_VERSION);
+		errno = EINVAL;
+		goto fail;
+	}
+	if (r.committed.stats.timer != p->stats.timer)
+		free(r.committed.stats.timer);
+	inflateEnd(&z);
+	free(pend);
+	free(file);
+	return p;
+fail:
+	if (z_ready)
+		inflateEnd(&z);
+	if (p && r.committed.stats.timer != p->stats.timer)
+		free(r.committed.stats.timer);
+	sp_profile_free(p);
+	free(pend);
+	free(file);
+	return NULL;
+}
+
+void sp_profile_free(struct sp_profile *p)
+{
+	if (!p)
+		return;
+	sp_header_release(&p->header);
+	for (size_t i = 0; i < p->n_modules; i++) {
+		free(p->modules[i].path);
+		free(p->modules[i].image);
+	}
+	for (size_t i = 0; i < p->n_threads; i++)
+		free(p->threads[i].name);
+	for (size_t i = 0; i < p->n_stacks; i++)
+		free(p->stacks[i].pcs);
+	for (size_t i = 0; i < p->n_ranges; i++)
+		free(p->ranges[i].name);
+	for (size_t i = 0; i < p->n_jits; i++)
+		free(p->jits[i].name);
+	sp_stats_release(&p->stats);
+	free(p->modules);
+	free(p->threads);
+	free(p->stacks);
+	free(p->samples);
+	free(p->ranges);
+	free(p->jits);
+	free(p);
+}

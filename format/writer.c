@@ -1,0 +1,252 @@
+#include "profile.h"
+#include "buf.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+struct sp_writer {
+	int fd;
+	z_stream z;
+	bool z_ready;
+	struct sp_buf rec;  /* the record being built */
+	uLong crc;	    /* over record bytes since the last checkpoint */
+	uint64_t n_records; /* since the last checkpoint */
+	uint64_t bytes;
+	int error; /* sticky: the first write error */
+};
+
+static int sp_write_all(int fd, const uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t r = write(fd, p, n);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+static int sp_writer_deflate(struct sp_writer *w, const uint8_t *p, size_t n, int flush)
+{
+	uint8_t chunk[16384];
+	w->z.next_in = (Bytef *)p;
+	w->z.avail_in = (uInt)n;
+	do {
+		w->z.next_out = chunk;
+		w->z.avail_out = sizeof(chunk);
+		int rc = deflate(&w->z, flush);
+		if (rc == Z_STREAM_ERROR)
+			return -EIO;
+		size_t have = sizeof(chunk) - w->z.avail_out;
+		if (have) {
+			int err = sp_write_all(w->fd, chunk, have);
+			if (err)
+				return err;
+			w->bytes += have;
+		}
+	} while (w->z.avail_out == 0 || w->z.avail_in > 0);
+	return 0;
+}
+
+struct sp_writer *sp_writer_new(int fd)
+{
+	struct sp_writer *w = calloc(1, sizeof(*w));
+	if (!w)
+		return NULL;
+	w->fd = fd;
+	sp_buf_init(&w->rec);
+	if (deflateInit(&w->z, Z_DEFAULT_COMPRESSION) != Z_OK) {
+		free(w);
+		return NULL;
+	}
+	w->z_ready = true;
+	w->crc = crc32(0L, Z_NULL, 0);
+	w->error = sp_write_all(fd, (const uint8_t *)SP_PROFILE_MAGIC, SP_PROFILE_MAGIC_LEN);
+	w->bytes = SP_PROFILE_MAGIC_LEN;
+	return w;
+}
+
+/* Frames the payload in w->rec as one record and feeds it to zlib. */
+static int sp_writer_emit(struct sp_writer *w, enum sp_rec_type type)
+{
+	if (w->error)
+		return w->error;
+	if (w->rec.oom) {
+		sp_buf_reset(&w->rec);
+		return -ENOMEM;
+	}
+	uint8_t head[11];
+	struct sp_buf hb = {.data = head, .len = 0, .cap = sizeof(head)};
+	sp_buf_put_u8(&hb, (uint8_t)type);
+	sp_buf_put_uleb(&hb, w->rec.len);
+	if (type != SP_REC_CHECKPOINT) {
+		w->crc = crc32(w->crc, head, (uInt)hb.len);
+		w->crc = crc32(w->crc, w->rec.data, (uInt)w->rec.len);
+		w->n_records++;
+	}
+	int err = sp_writer_deflate(w, head, hb.len, Z_NO_FLUSH);
+	if (!err)
+		err = sp_writer_deflate(w, w->rec.data, w->rec.len, Z_NO_FLUSH);
+	sp_buf_reset(&w->rec);
+	if (err)
+		w->error = err;
+	return err;
+}
+
+int sp_writer_header(struct sp_writer *w, const struct sp_prof_header *h)
+{
+	struct sp_buf *b = &w->rec;
+	sp_buf_put_uleb(b, h->version);
+	sp_buf_put_sleb(b, h->pid);
+	sp_buf_put_sleb(b, h->ppid);
+	sp_buf_put_uleb(b, h->start_realtime_ns);
+	sp_buf_put_uleb(b, h->start_mono_ns);
+	sp_buf_put_uleb(b, h->freq_hz);
+	sp_buf_put_uleb(b, h->max_depth);
+	sp_buf_put_str(b, h->timer);
+	sp_buf_put_str(b, h->cmdline);
+	sp_buf_put_str(b, h->exe);
+	sp_buf_put_str(b, h->hostname);
+	return sp_writer_emit(w, SP_REC_HEADER);
+}
+
+int sp_writer_module(struct sp_writer *w, const struct sp_prof_module *m)
+{
+	struct sp_buf *b = &w->rec;
+	sp_buf_put_uleb(b, m->id);
+	sp_buf_put_uleb(b, m->flags);
+	sp_buf_put_uleb(b, m->start);
+	sp_buf_put_uleb(b, m->end);
+	sp_buf_put_uleb(b, m->bias);
+	sp_buf_put_uleb(b, m->time_ns);
+	sp_buf_put_str(b, m->path);
+	sp_buf_put_blob(b, m->build_id, m->build_id_len);
+	sp_buf_put_blob(b, m->image, m->image ? m->image_len : 0);
+	return sp_writer_emit(w, SP_REC_MODULE);
+}
+
+int sp_writer_unload(struct sp_writer *w, uint32_t module_id, uint64_t time_ns)
+{
+	sp_buf_put_uleb(&w->rec, module_id);
+	sp_buf_put_uleb(&w->rec, time_ns);
+	return sp_writer_emit(w, SP_REC_UNLOAD);
+}
+
+int sp_writer_thread(struct sp_writer *w, const struct sp_prof_thread *t)
+{
+	sp_buf_put_sleb(&w->rec, t->tid);
+	sp_buf_put_uleb(&w->rec, t->time_ns);
+	sp_buf_put_str(&w->rec, t->name);
+	return sp_writer_emit(w, SP_REC_THREAD);
+}
+
+int sp_writer_stack(struct sp_writer *w, const struct sp_prof_stack *s)
+{
+	struct sp_buf *b = &w->rec;
+	sp_buf_put_uleb(b, s->id);
+	sp_buf_put_uleb(b, s->flags);
+	sp_buf_put_uleb(b, s->depth);
+	/* neighbouring return addresses are often close: store deltas */
+	uint64_t prev = 0;
+	for (uint32_t i = 0; i < s->depth; i++) {
+		sp_buf_put_sleb(b, (int64_t)(s->pcs[i] - prev));
+		prev = s->pcs[i];
+	}
+	return sp_writer_emit(w, SP_REC_STACK);
+}
+
+int sp_writer_sample(struct sp_writer *w, const struct sp_prof_sample *s)
+{
+	struct sp_buf *b = &w->rec;
+	sp_buf_put_sleb(b, s->tid);
+	sp_buf_put_uleb(b, s->stack);
+	sp_buf_put_uleb(b, s->range);
+	sp_buf_put_uleb(b, s->time_ns);
+	sp_buf_put_uleb(b, s->weight_ns);
+	return sp_writer_emit(w, SP_REC_SAMPLE);
+}
+
+int sp_writer_range(struct sp_writer *w, const struct sp_prof_range *r)
+{
+	sp_buf_put_uleb(&w->rec, r->id);
+	sp_buf_put_uleb(&w->rec, r->parent);
+	sp_buf_put_str(&w->rec, r->name);
+	return sp_writer_emit(w, SP_REC_RANGE);
+}
+
+int sp_writer_jit(struct sp_writer *w, const struct sp_prof_jit *j)
+{
+	sp_buf_put_uleb(&w->rec, j->start);
+	sp_buf_put_uleb(&w->rec, j->size);
+	sp_buf_put_str(&w->rec, j->name);
+	return sp_writer_emit(w, SP_REC_JIT);
+}
+
+int sp_writer_stats(struct sp_writer *w, const struct sp_prof_stats *s)
+{
+	struct sp_buf *b = &w->rec;
+	sp_buf_put_uleb(b, s->flags);
+	sp_buf_put_uleb(b, s->time_ns);
+	sp_buf_put_uleb(b, s->samples);
+	sp_buf_put_uleb(b, s->drops);
+	sp_buf_put_uleb(b, s->unwind_errors);
+	sp_buf_put_uleb(b, s->truncated);
+	sp_buf_put_uleb(b, s->skipped);
+	sp_buf_put_uleb(b, s->weight_ns);
+	sp_buf_put_uleb(b, s->signals);
+	sp_buf_put_uleb(b, s->overruns);
+	sp_buf_put_str(b, s->timer);
+	return sp_writer_emit(w, SP_REC_STATS);
+}
+
+int sp_writer_flush(struct sp_writer *w)
+{
+	if (w->error)
+		return w->error;
+	if (w->n_records) {
+		sp_buf_put_uleb(&w->rec, w->crc);
+		sp_buf_put_uleb(&w->rec, w->n_records);
+		int err = sp_writer_emit(w, SP_REC_CHECKPOINT);
+		if (err)
+			return err;
+		w->crc = crc32(0L, Z_NULL, 0);
+		w->n_records = 0;
+	}
+	int err = sp_writer_deflate(w, NULL, 0, Z_SYNC_FLUSH);
+	if (err)
+		w->error = err;
+	return err;
+}
+
+int sp_writer_close(struct sp_writer *w)
+{
+	if (!w)
+		return 0;
+	int err = sp_writer_flush(w);
+	if (!err)
+		err = sp_writer_deflate(w, NULL, 0, Z_FINISH);
+	sp_writer_abandon(w);
+	return err;
+}
+
+void sp_writer_abandon(struct sp_writer *w)
+{
+	if (!w)
+		return;
+	if (w->z_ready)
+		deflateEnd(&w->z);
+	sp_buf_release(&w->rec);
+	free(w);
+}
+
+uint64_t sp_writer_bytes(const struct sp_writer *w)
+{
+	return w->bytes;
+}

@@ -1,0 +1,179 @@
+/*
+ * api.c - the public C API (stackprof.h): start/stop/flush, named ranges and
+ * the step schedule. Only stackprof_* symbols leave this library.
+ */
+#include "sampler.h"
+#include "stackprof.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct sp_range_node {
+	uint32_t parent;
+	char *name;
+};
+
+static pthread_mutex_t sp_range_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sp_range_node *sp_ranges;
+static uint32_t sp_n_ranges, sp_cap_ranges;
+
+static pthread_mutex_t sp_sched_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sp_schedule sp_sched;
+static long sp_step_no;
+static bool sp_user_on = true;
+
+/* Interns (parent, name) and returns its id; 0 on allocation failure. A linear
+ * scan from the newest: programs push a handful of distinct names. */
+static uint32_t sp_range_intern(uint32_t parent, const char *name)
+{
+	uint32_t id = 0;
+	pthread_mutex_lock(&sp_range_lock);
+	for (uint32_t i = sp_n_ranges; i-- > 0;) {
+		if (sp_ranges[i].parent == parent && !strcmp(sp_ranges[i].name, name)) {
+			id = i + 1;
+			goto out;
+		}
+	}
+	if (sp_n_ranges == sp_cap_ranges) {
+		uint32_t cap = sp_cap_ranges ? sp_cap_ranges * 2 : 64;
+		struct sp_range_node *a = realloc(sp_ranges, cap * sizeof(*a));
+		if (!a)
+			goto out;
+		sp_ranges = a;
+		sp_cap_ranges = cap;
+	}
+	char *copy = strdup(name);
+	if (!copy)
+		goto out;
+	sp_ranges[sp_n_ranges].parent = parent;
+	sp_ranges[sp_n_ranges].name = copy;
+	id = ++sp_n_ranges;
+out:
+	pthread_mutex_unlock(&sp_range_lock);
+	return id;
+}
+
+/* For the writer: copies up to max range nodes from index `from`. Names stay valid forever. */
+uint32_t sp_ranges_snapshot(uint32_t from, uint32_t *parent, const char **name, uint32_t max);
+uint32_t sp_ranges_snapshot(uint32_t from, uint32_t *parent, const char **name, uint32_t max)
+{
+	uint32_t n = 0;
+	pthread_mutex_lock(&sp_range_lock);
+	for (uint32_t i = from; i < sp_n_ranges && n < max; i++, n++) {
+		parent[n] = sp_ranges[i].parent;
+		name[n] = sp_ranges[i].name;
+	}
+	pthread_mutex_unlock(&sp_range_lock);
+	return n;
+}
+
+/* Whether step `step` of the schedule is an active one. */
+static bool sp_sched_active(const struct sp_schedule *s, long step)
+{
+	if (!s->set)
+		return true;
+	long cycle = (long)s->wait + s->warmup + s->active;
+	if (s->repeat && step >= cycle * (long)s->repeat)
+		return false;
+	return step % cycle >= (long)s->wait + s->warmup;
+}
+
+static void sp_sampling_update(void)
+{
+	atomic_store(&sp_g.sampling, sp_user_on && sp_sched_active(&sp_sched, sp_step_no));
+}
+
+/* Called once by the constructor with the configuration. */
+void sp_api_init(void);
+void sp_api_init(void)
+{
+	pthread_mutex_lock(&sp_sched_lock);
+	sp_sched = sp_g.cfg.schedule;
+	sp_user_on = !sp_g.cfg.paused;
+	sp_step_no = 0;
+	sp_sampling_update();
+	pthread_mutex_unlock(&sp_sched_lock);
+}
+
+SP_EXPORT void stackprof_start(void)
+{
+	pthread_mutex_lock(&sp_sched_lock);
+	sp_user_on = true;
+	sp_sampling_update();
+	pthread_mutex_unlock(&sp_sched_lock);
+}
+
+SP_EXPORT void stackprof_stop(void)
+{
+	pthread_mutex_lock(&sp_sched_lock);
+	sp_user_on = false;
+	sp_sampling_update();
+	pthread_mutex_unlock(&sp_sched_lock);
+}
+
+SP_EXPORT void stackprof_flush(void)
+{
+	sp_writer_flush_now();
+}
+
+SP_EXPORT int stackprof_range_push(const char *name)
+{
+	struct sp_thread *t = sp_self;
+	if (!t || !name)
+		return -1;
+	if (t->range_depth >= SP_MAX_RANGE_DEPTH) {
+		t->range_overflow++;
+		return t->range_depth + t->range_overflow;
+	}
+	uint32_t id = sp_range_intern(atomic_load(&t->range_top), name);
+	if (!id) {
+		t->range_overflow++; /* out of memory: popped like an overflow */
+		return t->range_depth + t->range_overflow;
+	}
+	t->range_stack[t->range_depth++] = id;
+	atomic_store(&t->range_top, id);
+	return t->range_depth;
+}
+
+SP_EXPORT int stackprof_range_pop(void)
+{
+	struct sp_thread *t = sp_self;
+	if (!t)
+		return -1;
+	if (t->range_overflow) {
+		t->range_overflow--;
+		return t->range_depth + t->range_overflow;
+	}
+	if (!t->range_depth)
+		return -1;
+	t->range_depth--;
+	atomic_store(&t->range_top, t->range_depth ? t->range_stack[t->range_depth - 1] : 0);
+	return t->range_depth;
+}
+
+SP_EXPORT int stackprof_schedule(unsigned wait, unsigned warmup, unsigned active, unsigned repeat)
+{
+	if (!active)
+		return -1;
+	pthread_mutex_lock(&sp_sched_lock);
+	sp_sched = (struct sp_schedule){
+	    .set = true, .wait = wait, .warmup = warmup, .active = active, .repeat = repeat};
+	sp_step_no = 0;
+	sp_sampling_update();
+	pthread_mutex_unlock(&sp_sched_lock);
+	return 0;
+}
+
+SP_EXPORT long stackprof_step(void)
+{
+	pthread_mutex_lock(&sp_sched_lock);
+	long step = ++sp_step_no;
+	sp_sampling_update();
+	pthread_mutex_unlock(&sp_sched_lock);
+	return step;
+}
+
+SP_EXPORT int stackprof_active(void)
+{
+	return atomic_load(&sp_g.enabled) ? 1 : 0;
+}

@@ -1,0 +1,100 @@
+#include "config.h"
+#include "sampler.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool sp_env_u32(const char *name, uint32_t min, uint32_t max, uint32_t *out)
+{
+	const char *s = getenv(name);
+	if (!s || !*s)
+		return false;
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 10);
+	if (*end || errno || s[0] == '-' || v < min || v > max) {
+		sp_log("%s=%s ignored: expected a number from %u to %u", name, s, min, max);
+		return false;
+	}
+	*out = (uint32_t)v;
+	return true;
+}
+
+static bool sp_env_bool(const char *name)
+{
+	const char *s = getenv(name);
+	return s && (!strcmp(s, "1") || !strcmp(s, "yes") || !strcmp(s, "true"));
+}
+
+int sp_schedule_parse(const char *s, struct sp_schedule *out)
+{
+	unsigned long v[4] = {0, 0, 0, 0};
+	int n = 0;
+	const char *p = s;
+	while (*p && n < 4) {
+		char *end;
+		errno = 0;
+		v[n] = strtoul(p, &end, 10);
+		if (end == p || errno || *p == '-' || v[n] > 1000000000ul)
+			return -EINVAL;
+		n++;
+		p = end;
+		if (*p == ',')
+			p++;
+		else if (*p)
+			return -EINVAL;
+	}
+	if (*p || n < 3 || v[2] == 0)
+		return -EINVAL;
+	out->set = true;
+	out->wait = (uint32_t)v[0];
+	out->warmup = (uint32_t)v[1];
+	out->active = (uint32_t)v[2];
+	out->repeat = (uint32_t)v[3];
+	return 0;
+}
+
+void sp_config_load(struct sp_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	/* 100 Hz: the rate of perf's and py-spy's defaults, 1% of a core per
+	 * thread at ~100 us a sample, and well under the 250 Hz kernel tick
+	 * where POSIX CPU timers stay exact */
+	cfg->freq_hz = 100;
+	cfg->max_depth = 512;
+	cfg->ring_kb = 1024;
+	cfg->flush_ms = 200;
+	strcpy(cfg->timer, "auto");
+
+	cfg->quiet = sp_env_bool("STACKPROF_QUIET");
+	cfg->verbose = sp_env_bool("STACKPROF_VERBOSE");
+	const char *out = getenv("STACKPROF_OUT");
+	if (out && *out) {
+		if (strlen(out) >= sizeof(cfg->out) - 32)
+			sp_log("STACKPROF_OUT is too long; using the default name");
+		else
+			strcpy(cfg->out, out);
+	}
+	sp_env_u32("STACKPROF_FREQ", 1, 20000, &cfg->freq_hz);
+	sp_env_u32("STACKPROF_MAX_DEPTH", 8, 4096, &cfg->max_depth);
+	sp_env_u32("STACKPROF_RING_KB", 64, 65536, &cfg->ring_kb);
+	sp_env_u32("STACKPROF_FLUSH_MS", 10, 60000, &cfg->flush_ms);
+	const char *t = getenv("STACKPROF_TIMER");
+	if (t && *t) {
+		if (!strcmp(t, "auto") || !strcmp(t, "posix") || !strcmp(t, "perf") ||
+		    !strcmp(t, "itimer"))
+			strcpy(cfg->timer, t);
+		else
+			sp_log("STACKPROF_TIMER=%s ignored: expected auto, posix, perf or itimer",
+			       t);
+	}
+	const char *start = getenv("STACKPROF_START");
+	cfg->paused = start && !strcmp(start, "0");
+	cfg->overwrite = sp_env_bool("STACKPROF_OVERWRITE");
+	const char *sched = getenv("STACKPROF_SCHEDULE");
+	if (sched && *sched && sp_schedule_parse(sched, &cfg->schedule) < 0)
+		sp_log("STACKPROF_SCHEDULE=%s ignored: expected wait,warmup,active[,repeat]",
+		       sched);
+}

@@ -1,0 +1,40 @@
+/*
+ * config.h - the sampler's settings, read once from STACKPROF_* variables in
+ * the constructor and never again (the target may change its environment).
+ *
+ * Every value is bounded; a bad value is reported once on stderr and the
+ * default is kept, so a typo can never stop the target from running.
+ */
+#ifndef SP_SAMPLER_CONFIG_H
+#define SP_SAMPLER_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* A torch.profiler.schedule: skip `wait` steps, sample `warmup` + `active`, repeat. */
+struct sp_schedule {
+	bool set;
+	uint32_t wait, warmup, active, repeat; /* repeat 0: forever */
+};
+
+struct sp_config {
+	char out[4096];		     /* STACKPROF_OUT; "" means stackprof.<pid>.prof */
+	uint32_t freq_hz;	     /* STACKPROF_FREQ, 1..20000, default 100 */
+	uint32_t max_depth;	     /* STACKPROF_MAX_DEPTH, 8..4096, default 512 */
+	uint32_t ring_kb;	     /* STACKPROF_RING_KB per thread, 64..65536, default 1024 */
+	uint32_t flush_ms;	     /* STACKPROF_FLUSH_MS, 10..60000, default 200 */
+	char timer[32];		     /* STACKPROF_TIMER: auto, posix, perf, itimer */
+	bool quiet;		     /* STACKPROF_QUIET=1: no messages at all */
+	bool verbose;		     /* STACKPROF_VERBOSE=1 */
+	bool paused;		     /* STACKPROF_START=0: wait for stackprof_start() */
+	bool overwrite;		     /* STACKPROF_OVERWRITE=1: replace an existing STACKPROF_OUT */
+	struct sp_schedule schedule; /* STACKPROF_SCHEDULE=wait,warmup,active[,repeat] */
+};
+
+/* Fills cfg from the environment. Never fails: bad values keep defaults. */
+void sp_config_load(struct sp_config *cfg);
+
+/* Parses "wait,warmup,active[,repeat]". 0 or -EINVAL. */
+int sp_schedule_parse(const char *s, struct sp_schedule *out);
+
+#endif

@@ -1,0 +1,47 @@
+#include "handler.h"
+#include "modules.h"
+#include "profile.h"
+#include "sampler.h"
+#include "timer.h"
+#include "unwind.h"
+
+#include <errno.h>
+
+void sp_handler(int sig, siginfo_t *si, void *uc)
+{
+	int saved_errno = errno;
+	struct sp_thread *t = sp_self;
+
+	if (!t || atomic_load_explicit(&t->state, memory_order_relaxed) != SP_SLOT_LIVE) {
+		atomic_fetch_add_explicit(&sp_g.stray_signals, 1, memory_order_relaxed);
+		goto out;
+	}
+	atomic_fetch_add_explicit(&t->signals, 1, memory_order_relaxed);
+	uint64_t weight = sp_g.timer->weight(t, si, sp_g.period_ns);
+	if (!atomic_load_explicit(&sp_g.sampling, memory_order_relaxed))
+		goto out;
+
+	size_t max = sp_g.cfg.max_depth;
+	uint64_t *e = sp_ring_reserve(&t->ring, SP_ENTRY_PCS + max);
+	if (!e) {
+		atomic_fetch_add_explicit(&t->drops, 1, memory_order_relaxed);
+		goto out;
+	}
+	uint32_t flags = 0;
+	sp_modules_enter();
+	sp_in_unwind = 1;
+	size_t depth = sp_unwind_signal(uc, e + SP_ENTRY_PCS, max, &flags);
+	sp_in_unwind = 0;
+	sp_modules_leave();
+
+	e[SP_ENTRY_TIME] = sp_now_ns() - sp_g.start_mono_ns;
+	e[SP_ENTRY_WEIGHT] = weight;
+	e[SP_ENTRY_RANGE] = atomic_load_explicit(&t->range_top, memory_order_relaxed);
+	sp_ring_commit(&t->ring, SP_ENTRY_PCS + depth, flags);
+	if (flags & SP_STACK_UNWIND_ERR)
+		atomic_fetch_add_explicit(&t->unwind_errors, 1, memory_order_relaxed);
+	if (flags & SP_STACK_TRUNCATED)
+		atomic_fetch_add_explicit(&t->truncated, 1, memory_order_relaxed);
+out:
+	errno = saved_errno;
+}

@@ -1,0 +1,348 @@
+/*
+ * interpose.c - the libc functions this library replaces: dlclose, the exec
+ * family, sigaction/signal for SIGPROF, and the fork hooks. pthread_create
+ * is in thread.c, dl_iterate_phdr in modules.c.
+ *
+ * dlopen is deliberately NOT interposed: glibc resolves a bare library name
+ * against the RUNPATH of dlopen's caller, found from its return address, and
+ * a wrapper would make that caller us. New modules are picked up instead by
+ * the writer, which polls glibc's load counter every drain (20 ms).
+ */
+#include "handler.h"
+#include "modules.h"
+#include "sampler.h"
+#include "timer.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define SP_REAL(name) ((__typeof__(&name))sp_real_sym(#name))
+
+static void *sp_real_sym(const char *name)
+{
+	return dlsym(RTLD_NEXT, name);
+}
+
+void *sp_real_dlopen(const char *file, int mode)
+{
+	return SP_REAL(dlopen)(file, mode);
+}
+
+/* ---- timers across exec ------------------------------------------------- */
+
+void sp_timers_pause_all(void)
+{
+	uint32_t n = atomic_load(&sp_g.n_slots);
+	for (uint32_t i = 0; i < n; i++) {
+		struct sp_thread *t = &sp_g.threads[i];
+		if (atomic_load(&t->state) == SP_SLOT_LIVE)
+			sp_g.timer->pause(t);
+	}
+	if (!sp_g.timer->per_thread)
+		sp_timer_stop_itimer();
+}
+
+void sp_timers_resume_all(void)
+{
+	uint32_t n = atomic_load(&sp_g.n_slots);
+	for (uint32_t i = 0; i < n; i++) {
+		struct sp_thread *t = &sp_g.threads[i];
+		if (atomic_load(&t->state) == SP_SLOT_LIVE)
+			sp_g.timer->resume(t, sp_g.period_ns);
+	}
+}
+
+/*
+ * Before exec: stop the timers, take any pending SIGPROF (the new image
+ * starts with SIGPROF at its default action, which kills), and flush so the
+ * profile reads as complete.
+ */
+static bool sp_exec_hooks(void)
+{
+	/* a vfork/posix_spawn child shares our memory but is another process:
+	 * it must not touch the parent's timers or writer */
+	return atomic_load(&sp_g.enabled) && getpid() == sp_g.pid;
+}
+
+static void sp_before_exec(void)
+{
+	if (!sp_exec_hooks())
+		return;
+	sp_timers_pause_all();
+	sigset_t set, old;
+	sigemptyset(&set);
+	sigaddset(&set, SIGPROF);
+	pthread_sigmask(SIG_BLOCK, &set, &old);
+	struct timespec zero = {0, 0};
+	while (sigtimedwait(&set, NULL, &zero) == SIGPROF)
+		;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	sp_writer_exec_flush();
+}
+
+static void sp_after_failed_exec(void)
+{
+	if (sp_exec_hooks() && !atomic_load(&sp_g.stopping))
+		sp_timers_resume_all();
+}
+
+SP_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	sp_before_exec();
+	int rc = SP_REAL(execve)(path, argv, envp);
+	int e = errno;
+	sp_after_failed_exec();
+	errno = e;
+	return rc;
+}
+
+SP_EXPORT int execv(const char *path, char *const argv[])
+{
+	sp_before_exec();
+	int rc = SP_REAL(execv)(path, argv);
+	int e = errno;
+	sp_after_failed_exec();
+	errno = e;
+	return rc;
+}
+
+SP_EXPORT int execvp(const char *file, char *const argv[])
+{
+	sp_before_exec();
+	int rc = SP_REAL(execvp)(file, argv);
+	int e = errno;
+	sp_after_failed_exec();
+	errno = e;
+	return rc;
+}
+
+SP_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	sp_before_exec();
+	int rc = SP_REAL(execvpe)(file, argv, envp);
+	int e = errno;
+	sp_after_failed_exec();
+	errno = e;
+	return rc;
+}
+
+SP_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	sp_before_exec();
+	int rc = SP_REAL(fexecve)(fd, argv, envp);
+	int e = errno;
+	sp_after_failed_exec();
+	errno = e;
+	return rc;
+}
+
+/* execl* collect their arguments into a vector, as glibc does. */
+static char **sp_collect_args(const char *arg0, va_list ap, char ***envp)
+{
+	size_t n = 1, cap = 16;
+	char **argv = malloc(cap * sizeof(char *));
+	if (!argv)
+		return NULL;
+	argv[0] = (char *)arg0;
+	for (;;) {
+		char *a = arg0 ? va_arg(ap, char *) : NULL;
+		if (n + 1 >= cap) {
+			char **b = realloc(argv, (cap *= 2) * sizeof(char *));
+			if (!b) {
+				free(argv);
+				return NULL;
+			}
+			argv = b;
+		}
+		argv[n++] = a;
+		if (!a)
+			break;
+	}
+	if (envp)
+		*envp = va_arg(ap, char **);
+	return argv;
+}
+
+SP_EXPORT int execl(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	va_start(ap, arg);
+	char **argv = sp_collect_args(arg, ap, NULL);
+	va_end(ap);
+	if (!argv) {
+		errno = ENOMEM;
+		return -1;
+	}
+	int rc = execve(path, argv, environ);
+	free(argv);
+	return rc;
+}
+
+SP_EXPORT int execle(const char *path, const char *arg, ...)
+{
+	char **envp = NULL;
+	va_list ap;
+	va_start(ap, arg);
+	char **argv = sp_collect_args(arg, ap, &envp);
+	va_end(ap);
+	if (!argv) {
+		errno = ENOMEM;
+		return -1;
+	}
+	int rc = execve(path, argv, envp);
+	free(argv);
+	return rc;
+}
+
+SP_EXPORT int execlp(const char *file, const char *arg, ...)
+{
+	va_list ap;
+	va_start(ap, arg);
+	char **argv = sp_collect_args(arg, ap, NULL);
+	va_end(ap);
+	if (!argv) {
+		errno = ENOMEM;
+		return -1;
+	}
+	int rc = execvp(file, argv);
+	free(argv);
+	return rc;
+}
+
+/* ---- dlclose -------------------------------------------------------------- */
+
+/*
+ * A module may be unmapped by dlclose while a handler on another thread is
+ * reading its unwind tables. So: raise modules_changing (new handlers skip
+ * their sample and count it), wait until no handler is in flight, close,
+ * rebuild the snapshot, lower the flag.
+ */
+SP_EXPORT int dlclose(void *handle)
+{
+	if (!atomic_load(&sp_g.enabled))
+		return SP_REAL(dlclose)(handle);
+	atomic_fetch_add(&sp_g.modules_changing, 1);
+	for (int i = 0; atomic_load(&sp_g.inflight) != 0; i++) {
+		if (i > 100)
+			sched_yield();
+		if (i > 100000)
+			break; /* a handler can't take 100k yields; don't hang the target */
+	}
+	int rc = SP_REAL(dlclose)(handle);
+	int e = errno;
+	sp_modules_refresh();
+	atomic_fetch_sub(&sp_g.modules_changing, 1);
+	errno = e;
+	return rc;
+}
+
+/* ---- the target's own SIGPROF ------------------------------------------- */
+
+static _Atomic bool sp_stepped_aside;
+
+/* The target installs its own SIGPROF handler: stop sampling, let it have the signal. */
+static void sp_step_aside(void)
+{
+	if (atomic_exchange(&sp_stepped_aside, true) || !atomic_load(&sp_g.enabled))
+		return;
+	atomic_store(&sp_g.sampling, false);
+	sp_timers_pause_all();
+	sp_log("the program installs its own SIGPROF handler; stackprof steps aside and "
+	       "stops sampling (the profile keeps what came before)");
+	sp_writer_flush_now();
+}
+
+static bool sp_is_ours(const struct sigaction *act)
+{
+	return (act->sa_flags & SA_SIGINFO) && act->sa_sigaction == sp_handler;
+}
+
+SP_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	if (sig == SIGPROF && act && atomic_load(&sp_g.enabled) && !sp_is_ours(act))
+		sp_step_aside();
+	return SP_REAL(sigaction)(sig, act, old);
+}
+
+SP_EXPORT sighandler_t signal(int sig, sighandler_t handler)
+{
+	if (sig == SIGPROF && atomic_load(&sp_g.enabled))
+		sp_step_aside();
+	return SP_REAL(signal)(sig, handler);
+}
+
+int sp_handler_install(void)
+{
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof(sa));
+	if (SP_REAL(sigaction)(SIGPROF, NULL, &old) == 0 && old.sa_handler != SIG_DFL &&
+	    old.sa_handler != SIG_IGN)
+		return -EBUSY;
+	sa.sa_sigaction = sp_handler;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	return SP_REAL(sigaction)(SIGPROF, &sa, NULL) < 0 ? -errno : 0;
+}
+
+/* ---- fork ------------------------------------------------------------------ */
+
+static void sp_fork_prepare(void)
+{
+	pthread_mutex_lock(&sp_g.lock);
+}
+
+static void sp_fork_parent(void)
+{
+	pthread_mutex_unlock(&sp_g.lock);
+}
+
+/* The child profiles itself into its own file; the parent's threads are gone. */
+static void sp_fork_child(void)
+{
+	pthread_mutex_unlock(&sp_g.lock);
+	if (!atomic_load(&sp_g.enabled))
+		return;
+	struct sp_thread *self = sp_self;
+	uint32_t n = atomic_load(&sp_g.n_slots);
+	for (uint32_t i = 0; i < n; i++) {
+		struct sp_thread *t = &sp_g.threads[i];
+		if (t == self)
+			continue;
+		sp_ring_release(&t->ring);
+		atomic_store(&t->state, SP_SLOT_FREE);
+	}
+	atomic_store(&sp_g.inflight, 0);
+	sp_writer_forget();
+	sp_g.pid = getpid();
+	sp_g.start_mono_ns = sp_now_ns();
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	sp_g.start_real_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	if (self) {
+		/* POSIX timers are not inherited, so there is nothing to delete;
+		 * a perf fd is, and still counts the parent: close it */
+		self->armed = self->perf_fd >= 0;
+		sp_g.timer->disarm(self);
+		sp_self = NULL;
+		sp_ring_release(&self->ring);
+		atomic_store(&self->state, SP_SLOT_FREE);
+	}
+	if (sp_writer_start() < 0) {
+		atomic_store(&sp_g.enabled, false);
+		return;
+	}
+	sp_thread_attach();
+}
+
+int sp_fork_init(void)
+{
+	return -pthread_atfork(sp_fork_prepare, sp_fork_parent, sp_fork_child);
+}

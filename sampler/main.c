@@ -1,0 +1,120 @@
+/*
+ * main.c - libstackprof.so's constructor and destructor, and small helpers.
+ *
+ * Order matters in the constructor: everything the handler touches (thread
+ * table, module snapshot, libunwind, the writer) exists before the first
+ * timer is armed, and the handler is installed before that too.
+ */
+#include "modules.h"
+#include "sampler.h"
+#include "timer.h"
+#include "unwind.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+struct sp_state sp_g = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .wake = PTHREAD_COND_INITIALIZER,
+};
+
+__thread volatile int sp_in_unwind SP_TLS;
+
+void sp_api_init(void);
+
+uint64_t sp_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+pid_t sp_gettid(void)
+{
+	return (pid_t)syscall(SYS_gettid);
+}
+
+void sp_log(const char *fmt, ...)
+{
+	if (sp_g.cfg.quiet)
+		return;
+	char buf[1024];
+	int n = snprintf(buf, sizeof(buf), "stackprof[%d]: ", (int)getpid());
+	va_list ap;
+	va_start(ap, fmt);
+	int m = vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	if (m < 0)
+		return;
+	n += m;
+	if (n > (int)sizeof(buf) - 2)
+		n = (int)sizeof(buf) - 2;
+	buf[n++] = '\n';
+	ssize_t r = write(STDERR_FILENO, buf, (size_t)n);
+	(void)r;
+}
+
+__attribute__((constructor)) static void sp_init(void)
+{
+	sp_config_load(&sp_g.cfg);
+	if (getauxval(AT_SECURE)) {
+		sp_log("setuid/setgid program: stackprof leaves it alone");
+		return;
+	}
+	sp_g.pid = getpid();
+	sp_g.start_mono_ns = sp_now_ns();
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	sp_g.start_real_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	sp_g.period_ns = 1000000000ull / sp_g.cfg.freq_hz;
+
+	void *tab = mmap(NULL, SP_MAX_THREADS * sizeof(struct sp_thread), PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (tab == MAP_FAILED) {
+		sp_log("cannot map the thread table: %s; not profiling", strerror(errno));
+		return;
+	}
+	sp_g.threads = tab;
+	if (sp_modules_init() < 0 || sp_thread_init() < 0 || sp_fork_init() < 0) {
+		sp_log("set-up failed; not profiling");
+		return;
+	}
+	int err = sp_unwind_init();
+	if (err)
+		sp_log("libunwind.so.8 could not be loaded (%s): samples keep only the leaf frame",
+		       strerror(-err));
+	sp_g.timer = sp_timer_choose(sp_g.cfg.timer, sp_g.cfg.freq_hz);
+	sp_api_init();
+	err = sp_handler_install();
+	if (err) {
+		sp_log("the program already handles SIGPROF; stackprof steps aside");
+		return;
+	}
+	atomic_store(&sp_g.enabled, true);
+	if (sp_writer_start() < 0) {
+		atomic_store(&sp_g.enabled, false);
+		return;
+	}
+	sp_thread_attach();
+	if (sp_g.cfg.verbose)
+		sp_log("profiling to %s with %s at %u Hz", sp_g.path, sp_g.timer->name,
+		       sp_g.cfg.freq_hz);
+}
+
+__attribute__((destructor)) static void sp_fini(void)
+{
+	if (!atomic_load(&sp_g.enabled) || getpid() != sp_g.pid)
+		return;
+	atomic_store(&sp_g.stopping, true);
+	sp_timers_pause_all();
+	sp_writer_stop(true);
+	atomic_store(&sp_g.enabled, false);
+	if (sp_g.cfg.verbose)
+		sp_log("profile written to %s", sp_g.path);
+}

@@ -1,0 +1,316 @@
+#include "modules.h"
+#include "sampler.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static _Atomic(struct sp_modsnap *) sp_snap;
+static _Atomic uint64_t sp_mod_gen;
+static pthread_mutex_t sp_mod_lock = PTHREAD_MUTEX_INITIALIZER;
+typedef int (*sp_iterate_fn)(int (*)(struct dl_phdr_info *, size_t, void *), void *);
+
+/* glibc's dl_iterate_phdr; read by the assembly entry below, so not static. */
+__attribute__((visibility("hidden"))) sp_iterate_fn sp_real_iterate;
+
+static sp_iterate_fn sp_resolve_iterate(void)
+{
+	if (!sp_real_iterate)
+		sp_real_iterate = (sp_iterate_fn)dlsym(RTLD_NEXT, "dl_iterate_phdr");
+	return sp_real_iterate;
+}
+
+int sp_real_dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
+{
+	sp_iterate_fn fn = sp_resolve_iterate();
+	return fn ? fn(cb, data) : 0;
+}
+
+struct sp_count {
+	size_t mods, phdrs, names, x;
+	unsigned long long adds, subs;
+};
+
+static int sp_count_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct sp_count *c = arg;
+	c->mods++;
+	c->phdrs += info->dlpi_phnum;
+	c->names += strlen(info->dlpi_name ? info->dlpi_name : "") + 1;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_LOAD && (info->dlpi_phdr[i].p_flags & PF_X))
+			c->x++;
+	c->adds = info->dlpi_adds;
+	c->subs = info->dlpi_subs;
+	return 0;
+}
+
+struct sp_fill {
+	struct sp_modsnap *s;
+	ElfW(Phdr) * phdrs;
+	char *names;
+	size_t max_mods, max_phdrs, max_names, max_x;
+	size_t n_phdrs, n_names;
+	uintptr_t vdso;
+};
+
+static int sp_fill_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct sp_fill *f = arg;
+	struct sp_modsnap *s = f->s;
+	const char *name = info->dlpi_name ? info->dlpi_name : "";
+	size_t nlen = strlen(name) + 1;
+	/* modules loaded between counting and filling wait for the next refresh */
+	if (s->n_mods >= f->max_mods || f->n_phdrs + info->dlpi_phnum > f->max_phdrs ||
+	    f->n_names + nlen > f->max_names)
+		return 0;
+	struct sp_mod *m = &s->mods[s->n_mods++];
+	memset(m, 0, sizeof(*m));
+	m->info = *info;
+	if (size < sizeof(m->info))
+		memset((char *)&m->info + size, 0, sizeof(m->info) - size);
+	memcpy(f->phdrs + f->n_phdrs, info->dlpi_phdr, info->dlpi_phnum * sizeof(ElfW(Phdr)));
+	m->info.dlpi_phdr = f->phdrs + f->n_phdrs;
+	f->n_phdrs += info->dlpi_phnum;
+	memcpy(f->names + f->n_names, name, nlen);
+	m->info.dlpi_name = f->names + f->n_names;
+	f->n_names += nlen;
+	m->start = UINTPTR_MAX;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+		uintptr_t hi = lo + ph->p_memsz;
+		if (lo < m->start)
+			m->start = lo;
+		if (hi > m->end)
+			m->end = hi;
+		if ((ph->p_flags & PF_X) && s->n_x < f->max_x)
+			s->x[s->n_x++] = (struct sp_xrange){lo, hi};
+	}
+	if (m->start == UINTPTR_MAX)
+		m->start = m->end = 0;
+	m->vdso = f->vdso && m->start <= f->vdso && f->vdso < m->end;
+	m->main = s->n_mods == 1 && !*name;
+	return 0;
+}
+
+static int sp_cmp_x(const void *a, const void *b)
+{
+	const struct sp_xrange *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static void sp_snap_free(struct sp_modsnap *s)
+{
+	if (s)
+		munmap(s, s->map_len);
+}
+
+/* Builds a snapshot in one mapping: header, modules, x-ranges, phdrs, names. */
+static struct sp_modsnap *sp_snap_build(void)
+{
+	struct sp_count c = {0};
+	sp_real_dl_iterate_phdr(sp_count_cb, &c);
+	/* headroom for modules that appear between the two walks */
+	size_t max_mods = c.mods + 8, max_phdrs = c.phdrs + 128, max_names = c.names + 4096;
+	size_t max_x = c.x + 16;
+	size_t len = sizeof(struct sp_modsnap) + max_mods * sizeof(struct sp_mod) +
+		     max_x * sizeof(struct sp_xrange) + max_phdrs * sizeof(ElfW(Phdr)) + max_names;
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	struct sp_modsnap *s = p;
+	s->map_len = len;
+	s->mods = (struct sp_mod *)(s + 1);
+	s->x = (struct sp_xrange *)(s->mods + max_mods);
+	struct sp_fill f = {
+	    .s = s,
+	    .phdrs = (ElfW(Phdr) *)(s->x + max_x),
+	    .max_mods = max_mods,
+	    .max_phdrs = max_phdrs,
+	    .max_names = max_names,
+	    .max_x = max_x,
+	    .vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR),
+	};
+	f.names = (char *)(f.phdrs + max_phdrs);
+	sp_real_dl_iterate_phdr(sp_fill_cb, &f);
+	qsort(s->x, s->n_x, sizeof(s->x[0]), sp_cmp_x);
+	s->adds = c.adds;
+	s->subs = c.subs;
+	for (size_t i = 0; i < s->n_mods; i++) {
+		s->mods[i].info.dlpi_adds = c.adds;
+		s->mods[i].info.dlpi_subs = c.subs;
+	}
+	return s;
+}
+
+/* Replaces the snapshot; frees the old one once no handler can be reading it. */
+static void sp_snap_publish(struct sp_modsnap *s)
+{
+	struct sp_modsnap *old = atomic_exchange(&sp_snap, s);
+	atomic_fetch_add(&sp_mod_gen, 1);
+	if (!old)
+		return;
+	/* A handler is ~100 us: 2 s of waiting means one is stuck somewhere we
+	 * can't see, and leaking one snapshot is better than a crash. */
+	for (int i = 0; i < 200000; i++) {
+		if (atomic_load(&sp_g.inflight) == 0) {
+			sp_snap_free(old);
+			return;
+		}
+		if (i > 100)
+			sched_yield();
+		if (i > 1000)
+			usleep(10);
+	}
+}
+
+int sp_modules_init(void)
+{
+	sp_resolve_iterate();
+	struct sp_modsnap *s = sp_snap_build();
+	if (!s)
+		return -ENOMEM;
+	sp_snap_publish(s);
+	return 0;
+}
+
+void sp_modules_refresh(void)
+{
+	pthread_mutex_lock(&sp_mod_lock);
+	struct sp_modsnap *s = sp_snap_build();
+	if (s)
+		sp_snap_publish(s);
+	pthread_mutex_unlock(&sp_mod_lock);
+}
+
+static int sp_counters_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	unsigned long long *c = arg;
+	c[0] = info->dlpi_adds;
+	c[1] = info->dlpi_subs;
+	return 1; /* the counters are the same in every entry: stop at the first */
+}
+
+void sp_modules_refresh_if_changed(void)
+{
+	unsigned long long c[2] = {0, 0};
+	sp_real_dl_iterate_phdr(sp_counters_cb, c);
+	struct sp_modsnap *s = atomic_load(&sp_snap);
+	if (!s || s->adds != c[0] || s->subs != c[1])
+		sp_modules_refresh();
+}
+
+uint64_t sp_modules_generation(void)
+{
+	return atomic_load(&sp_mod_gen);
+}
+
+void sp_modules_foreach(void (*fn)(const struct sp_mod *m, void *arg), void *arg)
+{
+	pthread_mutex_lock(&sp_mod_lock);
+	struct sp_modsnap *s = atomic_load(&sp_snap);
+	for (size_t i = 0; s && i < s->n_mods; i++)
+		fn(&s->mods[i], arg);
+	pthread_mutex_unlock(&sp_mod_lock);
+}
+
+size_t sp_module_build_id(const struct sp_mod *m, uint8_t *out, size_t cap)
+{
+	for (int i = 0; i < m->info.dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &m->info.dlpi_phdr[i];
+		if (ph->p_type != PT_NOTE)
+			continue;
+		const uint8_t *p = (const uint8_t *)(m->info.dlpi_addr + ph->p_vaddr);
+		const uint8_t *end = p + ph->p_memsz;
+		while (p + sizeof(ElfW(Nhdr)) <= end) {
+			const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)p;
+			const uint8_t *name = p + sizeof(*n);
+			const uint8_t *desc = name + ((n->n_namesz + 3) & ~3u);
+			const uint8_t *next = desc + ((n->n_descsz + 3) & ~3u);
+			if (next > end)
+				break;
+			if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 &&
+			    !memcmp(name, "GNU", 4)) {
+				size_t len = n->n_descsz < cap ? n->n_descsz : cap;
+				memcpy(out, desc, len);
+				return len;
+			}
+			p = next;
+		}
+	}
+	return 0;
+}
+
+void sp_modules_enter(void)
+{
+	atomic_fetch_add(&sp_g.inflight, 1);
+}
+
+void sp_modules_leave(void)
+{
+	atomic_fetch_sub(&sp_g.inflight, 1);
+}
+
+bool sp_modules_is_text(uintptr_t addr)
+{
+	const struct sp_modsnap *s = atomic_load(&sp_snap);
+	if (!s)
+		return false;
+	size_t lo = 0, hi = s->n_x;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (addr < s->x[mid].lo)
+			hi = mid;
+		else if (addr >= s->x[mid].hi)
+			lo = mid + 1;
+		else
+			return true;
+	}
+	return false;
+}
+
+/* The handler's dl_iterate_phdr: no lock, no allocation, no loader. Signal-safe. */
+__attribute__((visibility("hidden"))) int
+sp_iterate_snapshot(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data);
+__attribute__((visibility("hidden"))) int
+sp_iterate_snapshot(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
+{
+	struct sp_modsnap *s = atomic_load(&sp_snap);
+	int ret = 0;
+	for (size_t i = 0; s && i < s->n_mods; i++) {
+		ret = cb(&s->mods[i].info, sizeof(s->mods[i].info), data);
+		if (ret)
+			break;
+	}
+	return ret;
+}
+
+/*
+ * The interposed dl_iterate_phdr, in assembly because glibc's picks the link
+ * namespace from its caller's return address: outside our handler this must
+ * be a pure tail jump, so glibc sees the real caller. Inside the handler
+ * (sp_in_unwind) it walks the snapshot instead.
+ */
+__asm__(".text\n"
+	".globl dl_iterate_phdr\n"
+	".type dl_iterate_phdr, @function\n"
+	"dl_iterate_phdr:\n"
+	"	.cfi_startproc\n"
+	"	movq sp_in_unwind@gottpoff(%rip), %rax\n"
+	"	cmpl $0, %fs:(%rax)\n"
+	"	jne sp_iterate_snapshot\n"
+	"	movq sp_real_iterate(%rip), %rax\n"
+	"	testq %rax, %rax\n"
+	"	jz sp_real_dl_iterate_phdr\n"
+	"	jmp *%rax\n"
+	"	.cfi_endproc\n"
+	".size dl_iterate_phdr, .-dl_iterate_phdr\n");

@@ -1,0 +1,77 @@
+/*
+ * modules.h - the loaded modules, as a snapshot the signal handler can read.
+ *
+ * libunwind 1.6.2 finds unwind tables through dl_iterate_phdr(), which takes
+ * glibc's loader lock: from a signal handler that deadlocks against a thread
+ * inside dlopen/dlclose/malloc. This library therefore exports its own
+ * dl_iterate_phdr(). Outside the handler it forwards to glibc's; inside the
+ * handler (sp_in_unwind) it walks a snapshot of the modules instead:
+ * program headers and names copied into our own mmap'ed memory, published
+ * through one atomic pointer and rebuilt (in normal context) after every
+ * dlopen/dlclose and whenever the writer sees glibc's load counters move.
+ * An old snapshot is unmapped only once no handler is inside one.
+ */
+#ifndef SP_SAMPLER_MODULES_H
+#define SP_SAMPLER_MODULES_H
+
+#include <link.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct sp_mod {
+	struct dl_phdr_info info; /* dlpi_phdr and dlpi_name point into the snapshot */
+	uintptr_t start, end;	  /* lowest and highest mapped address */
+	bool vdso;
+	bool main;
+};
+
+struct sp_xrange {
+	uintptr_t lo, hi; /* an executable PT_LOAD segment */
+};
+
+struct sp_modsnap {
+	size_t map_len; /* bytes mapped for this snapshot */
+	unsigned long long adds, subs;
+	size_t n_mods;
+	struct sp_mod *mods;
+	size_t n_x;
+	struct sp_xrange *x; /* sorted by lo */
+};
+
+/* Builds the first snapshot. 0 or -errno. */
+int sp_modules_init(void);
+
+/* Rebuilds the snapshot now (after dlopen/dlclose). Bumps the generation. */
+void sp_modules_refresh(void);
+
+/* Rebuilds only if glibc's adds/subs counters moved (modules loaded behind our back). */
+void sp_modules_refresh_if_changed(void);
+
+/* Generation: bumped by every rebuild, read by the writer to diff the module list. */
+uint64_t sp_modules_generation(void);
+
+/*
+ * Calls fn for each module of the current snapshot under the module lock, so
+ * the snapshot stays alive meanwhile. Not for the handler.
+ */
+void sp_modules_foreach(void (*fn)(const struct sp_mod *m, void *arg), void *arg);
+
+/* Reads the GNU build-id note of a loaded module. Returns its length (0 if none). */
+size_t sp_module_build_id(const struct sp_mod *m, uint8_t *out, size_t cap);
+
+/*
+ * Whether addr lies in an executable segment of a known module. For the
+ * handler's stack scan. Signal-safe; call only between
+ * sp_modules_enter()/sp_modules_leave().
+ */
+bool sp_modules_is_text(uintptr_t addr);
+
+/* Brackets the handler's use of the snapshot. Signal-safe. */
+void sp_modules_enter(void);
+void sp_modules_leave(void);
+
+/* Glibc's dl_iterate_phdr, for everyone but the handler. */
+int sp_real_dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data);
+
+#endif

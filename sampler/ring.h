@@ -1,0 +1,50 @@
+/*
+ * ring.h - a single-producer, single-consumer ring of variable-size entries.
+ *
+ * The producer is one thread's SIGPROF handler; the consumer is the writer
+ * thread. Memory comes from mmap before the timer is armed, so the producer
+ * never allocates. When the ring is full the producer gives up and counts a
+ * drop: it never waits.
+ *
+ * An entry is a run of 64-bit words: a header word (length in words, flags)
+ * then the payload. An entry never wraps: if it does not fit before the end,
+ * a zero header marks "skip to the start".
+ */
+#ifndef SP_SAMPLER_RING_H
+#define SP_SAMPLER_RING_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct sp_ring {
+	uint64_t *words;
+	size_t n_words;	     /* a power of two is not required */
+	_Atomic size_t head; /* next word the producer writes */
+	_Atomic size_t tail; /* next word the consumer reads */
+	size_t reserved_at;  /* producer-private: start of the open reservation */
+	size_t reserved_len;
+};
+
+/* Maps n_words of memory for r. 0 or -errno. Not signal-safe. */
+int sp_ring_init(struct sp_ring *r, size_t n_words);
+/* Unmaps. NULL-tolerant on r->words. */
+void sp_ring_release(struct sp_ring *r);
+
+/*
+ * Reserves room for an entry of up to max_words payload words and returns a
+ * pointer to the payload, or NULL if the ring can't hold it now. Signal-safe.
+ */
+uint64_t *sp_ring_reserve(struct sp_ring *r, size_t max_words);
+/* Publishes the reserved entry with its real payload length and flags. Signal-safe. */
+void sp_ring_commit(struct sp_ring *r, size_t words, uint32_t flags);
+
+/*
+ * Consumer: returns the next entry's payload (and length/flags), or NULL if
+ * the ring is empty. Call sp_ring_pop() once done with it.
+ */
+const uint64_t *sp_ring_peek(struct sp_ring *r, size_t *words, uint32_t *flags);
+void sp_ring_pop(struct sp_ring *r);
+
+#endif

@@ -1,0 +1,67 @@
+/*
+ * stackprof.h - control of the stackprof sampler from inside a program.
+ *
+ * stackprof needs no code change: `stackprof run -- ./prog` or
+ * LD_PRELOAD=libstackprof.so samples the whole run. This API is for programs
+ * that want more, in the spirit of torch.profiler:
+ *
+ *   stackprof_start() / stackprof_stop()   keep or ignore samples from now on
+ *   stackprof_flush()                      push everything so far to the file
+ *   stackprof_range_push("LINEAR PASS")    a named range, like record_function:
+ *   stackprof_range_pop()                  it becomes a frame above the stack
+ *   stackprof_step()                       advance a wait,warmup,active,repeat
+ *                                          schedule (torch.profiler.schedule)
+ *
+ * Linking: link with -lstackprof-api (a stub library of no-ops). Run without
+ * stackprof, the stubs are called and do nothing; run under stackprof, the
+ * preloaded libstackprof.so comes first in symbol lookup and its
+ * definitions are used instead. The program never needs a rebuild.
+ *
+ * All functions are thread-safe. None is async-signal-safe. Ranges are per
+ * thread and must be popped on the thread that pushed them.
+ */
+#ifndef STACKPROF_H
+#define STACKPROF_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Keeps samples from now on (the default unless STACKPROF_START=0). */
+void stackprof_start(void);
+
+/* Ignores samples from now on. Timers keep running, at a cost of ~1 us a signal. */
+void stackprof_stop(void);
+
+/* Writes everything sampled so far to the profile and waits until it is on disk. */
+void stackprof_flush(void);
+
+/*
+ * Opens a named range on the calling thread; ranges nest. The name is
+ * copied. Returns the depth after the push, or -1 if stackprof is not
+ * running or the name is NULL.
+ */
+int stackprof_range_push(const char *name);
+
+/* Closes the innermost range of the calling thread. Returns the new depth, -1 if none was open. */
+int stackprof_range_pop(void);
+
+/*
+ * Sets a schedule: after `wait` steps, `warmup` steps are skipped too, then
+ * `active` steps are sampled; the cycle runs `repeat` times (0: forever).
+ * Samples are kept only during active steps. Same as
+ * STACKPROF_SCHEDULE=wait,warmup,active,repeat. Returns 0, or -1 if active is 0.
+ */
+int stackprof_schedule(unsigned wait, unsigned warmup, unsigned active, unsigned repeat);
+
+/* Marks the end of one step (one inference, one batch). Returns the new step number. */
+long stackprof_step(void);
+
+/* 1 if the stackprof sampler is loaded and running in this process, else 0. */
+int stackprof_active(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

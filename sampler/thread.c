@@ -1,0 +1,162 @@
+#include "sampler.h"
+#include "timer.h"
+#include "unwind.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+__thread struct sp_thread *sp_self SP_TLS;
+
+static pthread_key_t sp_thread_key;
+
+static int (*sp_real_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
+				     void *);
+
+static void sp_thread_key_dtor(void *arg)
+{
+	sp_thread_detach();
+}
+
+int sp_thread_init(void)
+{
+	sp_real_pthread_create = dlsym(RTLD_NEXT, "pthread_create");
+	if (!sp_real_pthread_create)
+		return -ENOSYS;
+	return -pthread_key_create(&sp_thread_key, sp_thread_key_dtor);
+}
+
+static struct sp_thread *sp_slot_claim(void)
+{
+	for (uint32_t i = 0; i < SP_MAX_THREADS; i++) {
+		int expect = SP_SLOT_FREE;
+		struct sp_thread *t = &sp_g.threads[i];
+		if (atomic_load(&t->state) != SP_SLOT_FREE)
+			continue;
+		if (!atomic_compare_exchange_strong(&t->state, &expect, SP_SLOT_INIT))
+			continue;
+		uint32_t n = atomic_load(&sp_g.n_slots);
+		while (n < i + 1 && !atomic_compare_exchange_weak(&sp_g.n_slots, &n, i + 1))
+			;
+		return t;
+	}
+	return NULL;
+}
+
+static void sp_stack_bounds(struct sp_thread *t)
+{
+	pthread_attr_t a;
+	void *addr;
+	size_t size;
+	if (pthread_getattr_np(pthread_self(), &a) != 0)
+		return;
+	if (pthread_attr_getstack(&a, &addr, &size) == 0) {
+		t->stack_lo = (uintptr_t)addr;
+		t->stack_hi = (uintptr_t)addr + size;
+	}
+	pthread_attr_destroy(&a);
+}
+
+int sp_thread_attach(void)
+{
+	if (sp_self || !atomic_load(&sp_g.enabled) || atomic_load(&sp_g.stopping))
+		return 0;
+	struct sp_thread *t = sp_slot_claim();
+	if (!t)
+		return -EAGAIN;
+	struct sp_ring ring = t->ring; /* kept from a previous owner, if any */
+	memset((char *)t + sizeof(t->state), 0, sizeof(*t) - sizeof(t->state));
+	t->perf_fd = -1;
+	t->tid = sp_gettid();
+	int err = 0;
+	size_t words = (size_t)sp_g.cfg.ring_kb * 1024 / sizeof(uint64_t);
+	if (ring.words && ring.n_words == words) {
+		t->ring.words = ring.words;
+		t->ring.n_words = words;
+	} else {
+		if (ring.words)
+			sp_ring_release(&ring);
+		err = sp_ring_init(&t->ring, words);
+		if (err) {
+			atomic_store(&t->state, SP_SLOT_FREE);
+			return err;
+		}
+	}
+	sp_stack_bounds(t);
+	/* lazy set-up in libunwind and glibc happens now, not in the handler */
+	sp_unwind_warm();
+	sp_self = t;
+	atomic_store(&t->state, SP_SLOT_LIVE);
+	pthread_setspecific(sp_thread_key, t);
+	/* Threads often start with every signal blocked (xz, thread pools that
+	 * leave async signals to the main thread); the mask is inherited from the
+	 * creator. SIGPROF is ours, so unblock it here; a block the program sets
+	 * later is respected, and costs it only the samples it blocks. */
+	sigset_t prof;
+	sigemptyset(&prof);
+	sigaddset(&prof, SIGPROF);
+	pthread_sigmask(SIG_UNBLOCK, &prof, NULL);
+	err = sp_g.timer->arm(t, sp_g.period_ns);
+	if (err)
+		sp_log("cannot arm the %s timer for thread %d: %s", sp_g.timer->name, t->tid,
+		       strerror(-err));
+	return err;
+}
+
+void sp_thread_detach(void)
+{
+	struct sp_thread *t = sp_self;
+	if (!t)
+		return;
+	sigset_t set, old;
+	sigemptyset(&set);
+	sigaddset(&set, SIGPROF);
+	pthread_sigmask(SIG_BLOCK, &set, &old);
+	sp_g.timer->disarm(t);
+	prctl(PR_GET_NAME, t->name_at_exit, 0, 0, 0);
+	sp_self = NULL;
+	/* the writer drains the ring, then sets the slot free */
+	atomic_store(&t->state, SP_SLOT_DEAD);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+struct sp_start {
+	void *(*fn)(void *);
+	void *arg;
+};
+
+static void *sp_thread_start(void *p)
+{
+	struct sp_start s = *(struct sp_start *)p;
+	free(p);
+	sp_thread_attach();
+	return s.fn(s.arg);
+}
+
+SP_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *),
+			     void *arg)
+{
+	if (!sp_real_pthread_create)
+		sp_real_pthread_create = dlsym(RTLD_NEXT, "pthread_create");
+	if (!atomic_load(&sp_g.enabled) || atomic_load(&sp_g.stopping))
+		return sp_real_pthread_create(thread, attr, fn, arg);
+	struct sp_start *s = malloc(sizeof(*s));
+	if (!s)
+		return sp_real_pthread_create(thread, attr, fn, arg);
+	s->fn = fn;
+	s->arg = arg;
+	int rc = sp_real_pthread_create(thread, attr, sp_thread_start, s);
+	if (rc)
+		free(s);
+	return rc;
+}
+
+int sp_pthread_create_raw(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *),
+			  void *arg)
+{
+	if (!sp_real_pthread_create)
+		sp_real_pthread_create = dlsym(RTLD_NEXT, "pthread_create");
+	return sp_real_pthread_create(thread, attr, fn, arg);
+}

@@ -1,0 +1,665 @@
+/*
+ * writer.c - the writer thread: drains every thread's ring, deduplicates
+ * stacks, and streams records to the profile through format/.
+ *
+ * It runs with every signal blocked, so the target's process-directed
+ * signals never land here and SIGPROF never interrupts it. All the slow work
+ * of the sampler (hashing, compression, /proc reads) happens here, off the
+ * target's threads.
+ */
+#include "handler.h"
+#include "modules.h"
+#include "profile.h"
+#include "sampler.h"
+#include "timer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* How often the rings are drained: a 1 MiB ring holds ~1 s of deep stacks at 1 kHz. */
+#define SP_DRAIN_MS 20
+
+struct sp_stack_slot {
+	uint64_t hash;
+	uint32_t id;	/* 0: empty */
+	uint32_t depth; /* with the flags in the top byte */
+	size_t off;	/* into the pcs arena */
+};
+
+struct sp_recmod {
+	uint32_t id;
+	uintptr_t start, bias;
+	char *name;
+	bool live, seen;
+};
+
+struct sp_wstate {
+	struct sp_writer *w;
+	int fd;
+	/* stack dedup: open addressing over an arena of PCs */
+	struct sp_stack_slot *slots;
+	size_t n_slots, n_used;
+	uint64_t *arena;
+	size_t arena_len, arena_cap;
+	uint32_t next_stack;
+	/* modules recorded so far */
+	struct sp_recmod *mods;
+	size_t n_mods, cap_mods;
+	uint64_t mod_gen;
+	/* thread names emitted, by slot */
+	pid_t name_tid[SP_MAX_THREADS];
+	char name[SP_MAX_THREADS][16];
+	/* ranges emitted */
+	uint32_t ranges_emitted;
+	/* JIT map read offset */
+	off_t jit_off;
+	char jit_path[64];
+	/* counters of freed slots */
+	struct sp_prof_stats retired;
+	uint64_t samples, weight_ns;
+	uint64_t last_flush_ns;
+	bool stop, exec_flush;
+	bool flush_requested;
+	uint64_t flush_seq, flush_done;
+	int error;
+};
+
+static struct sp_wstate *sp_ws;
+
+/* Range table, filled by api.c. */
+extern uint32_t sp_ranges_snapshot(uint32_t from, uint32_t *parent, const char **name,
+				   uint32_t max);
+
+static uint64_t sp_hash_stack(const uint64_t *pcs, size_t n, uint32_t flags)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ flags;
+	for (size_t i = 0; i < n; i++) {
+		h ^= pcs[i];
+		h *= 0x100000001b3ull;
+		h ^= h >> 29;
+	}
+	return h;
+}
+
+static bool sp_stacks_grow(struct sp_wstate *s)
+{
+	size_t n = s->n_slots ? s->n_slots * 2 : 4096;
+	struct sp_stack_slot *slots = calloc(n, sizeof(*slots));
+	if (!slots)
+		return false;
+	for (size_t i = 0; i < s->n_slots; i++) {
+		struct sp_stack_slot *o = &s->slots[i];
+		if (!o->id)
+			continue;
+		size_t j = o->hash & (n - 1);
+		while (slots[j].id)
+			j = (j + 1) & (n - 1);
+		slots[j] = *o;
+	}
+	free(s->slots);
+	s->slots = slots;
+	s->n_slots = n;
+	return true;
+}
+
+/* Returns the id of this stack, writing a STACK record the first time. 0 on failure. */
+static uint32_t sp_stack_id(struct sp_wstate *s, const uint64_t *pcs, size_t n, uint32_t flags)
+{
+	if (s->n_used * 2 >= s->n_slots && !sp_stacks_grow(s))
+		return 0;
+	uint64_t h = sp_hash_stack(pcs, n, flags);
+	size_t j = h & (s->n_slots - 1);
+	uint32_t key = (uint32_t)n | (flags << 24);
+	for (; s->slots[j].id; j = (j + 1) & (s->n_slots - 1)) {
+		struct sp_stack_slot *e = &s->slots[j];
+		if (e->hash == h && e->depth == key &&
+		    !memcmp(s->arena + e->off, pcs, n * sizeof(uint64_t)))
+			return e->id;
+	}
+	if (s->arena_len + n > s->arena_cap) {
+		size_t cap = s->arena_cap ? s->arena_cap * 2 : 65536;
+		while (cap < s->arena_len + n)
+			cap *= 2;
+		uint64_t *a = realloc(s->arena, cap * sizeof(uint64_t));
+		if (!a)
+			return 0;
+		s->arena = a;
+		s->arena_cap = cap;
+	}
+	memcpy(s->arena + s->arena_len, pcs, n * sizeof(uint64_t));
+	struct sp_stack_slot *e = &s->slots[j];
+	e->hash = h;
+	e->depth = key;
+	e->off = s->arena_len;
+	e->id = ++s->next_stack;
+	s->arena_len += n;
+	s->n_used++;
+	struct sp_prof_stack rec = {
+	    .id = e->id, .flags = flags, .depth = (uint32_t)n, .pcs = (uint64_t *)pcs};
+	sp_writer_stack(s->w, &rec);
+	return e->id;
+}
+
+/* ---- modules ----------------------------------------------------------- */
+
+static void sp_module_record(const struct sp_mod *m, void *arg)
+{
+	struct sp_wstate *s = arg;
+	const char *name = m->info.dlpi_name;
+	for (size_t i = 0; i < s->n_mods; i++) {
+		struct sp_recmod *r = &s->mods[i];
+		if (r->live && r->start == m->start && r->bias == m->info.dlpi_addr &&
+		    !strcmp(r->name, name)) {
+			r->seen = true;
+			return;
+		}
+	}
+	if (s->n_mods == s->cap_mods) {
+		size_t cap = s->cap_mods ? s->cap_mods * 2 : 64;
+		struct sp_recmod *a = realloc(s->mods, cap * sizeof(*a));
+		if (!a)
+			return;
+		s->mods = a;
+		s->cap_mods = cap;
+	}
+	struct sp_recmod *r = &s->mods[s->n_mods];
+	r->name = strdup(name);
+	if (!r->name)
+		return;
+	r->id = (uint32_t)++s->n_mods;
+	r->start = m->start;
+	r->bias = m->info.dlpi_addr;
+	r->live = r->seen = true;
+
+	struct sp_prof_module rec;
+	memset(&rec, 0, sizeof(rec));
+	char exe[PATH_MAX];
+	rec.id = r->id;
+	rec.start = m->start;
+	rec.end = m->end;
+	rec.bias = m->info.dlpi_addr;
+	rec.time_ns = sp_now_ns() - sp_g.start_mono_ns;
+	rec.path = (char *)name;
+	if (m->main) {
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		exe[n > 0 ? n : 0] = '\0';
+		rec.path = exe;
+		rec.flags |= SP_MOD_MAIN;
+	}
+	if (m->vdso) {
+		rec.flags |= SP_MOD_VDSO;
+		rec.path = "[vdso]";
+		rec.image = (uint8_t *)m->start;
+		rec.image_len = m->end - m->start;
+	}
+	if (s->mod_gen > 1)
+		rec.flags |= SP_MOD_DLOPEN;
+	rec.build_id_len = (uint32_t)sp_module_build_id(m, rec.build_id, sizeof(rec.build_id));
+	sp_writer_module(s->w, &rec);
+}
+
+static void sp_modules_sync(struct sp_wstate *s)
+{
+	sp_modules_refresh_if_changed();
+	uint64_t gen = sp_modules_generation();
+	if (gen == s->mod_gen)
+		return;
+	s->mod_gen = gen;
+	for (size_t i = 0; i < s->n_mods; i++)
+		s->mods[i].seen = false;
+	sp_modules_foreach(sp_module_record, s);
+	for (size_t i = 0; i < s->n_mods; i++) {
+		struct sp_recmod *r = &s->mods[i];
+		if (r->live && !r->seen) {
+			r->live = false;
+			sp_writer_unload(s->w, r->id, sp_now_ns() - sp_g.start_mono_ns);
+		}
+	}
+}
+
+/* ---- threads, ranges, JIT map ------------------------------------------ */
+
+static void sp_thread_name(struct sp_wstate *s, uint32_t slot, pid_t tid, const char *known)
+{
+	char name[16] = "";
+	if (known && *known) {
+		snprintf(name, sizeof(name), "%s", known);
+	} else {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			ssize_t n = read(fd, name, sizeof(name) - 1);
+			close(fd);
+			name[n > 0 ? n : 0] = '\0';
+			char *nl = strchr(name, '\n');
+			if (nl)
+				*nl = '\0';
+		}
+	}
+	if (s->name_tid[slot] == tid && !strcmp(s->name[slot], name))
+		return;
+	s->name_tid[slot] = tid;
+	memcpy(s->name[slot], name, sizeof(name));
+	struct sp_prof_thread rec = {
+	    .tid = tid, .time_ns = sp_now_ns() - sp_g.start_mono_ns, .name = name};
+	sp_writer_thread(s->w, &rec);
+}
+
+static void sp_ranges_sync(struct sp_wstate *s)
+{
+	uint32_t parent[64];
+	const char *name[64];
+	for (;;) {
+		uint32_t n = sp_ranges_snapshot(s->ranges_emitted, parent, name, 64);
+		if (!n)
+			return;
+		for (uint32_t i = 0; i < n; i++) {
+			struct sp_prof_range r = {.id = s->ranges_emitted + 1,
+						  .parent = parent[i],
+						  .name = (char *)name[i]};
+			sp_writer_range(s->w, &r);
+			s->ranges_emitted++;
+		}
+	}
+}
+
+/* Copies new lines of /tmp/perf-<pid>.map (JIT code, e.g. oneDNN with DNNL_JIT_PROFILE=2). */
+static void sp_jit_sync(struct sp_wstate *s)
+{
+	int fd = open(s->jit_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return;
+	char buf[65536];
+	for (;;) {
+		ssize_t n = pread(fd, buf, sizeof(buf) - 1, s->jit_off);
+		if (n <= 0)
+			break;
+		buf[n] = '\0';
+		char *line = buf, *nl;
+		size_t used = 0;
+		while ((nl = strchr(line, '\n'))) {
+			*nl = '\0';
+			char *end;
+			unsigned long long start = strtoull(line, &end, 16);
+			unsigned long long size = strtoull(end, &end, 16);
+			while (*end == ' ')
+				end++;
+			if (size && *end) {
+				struct sp_prof_jit j = {.start = start, .size = size, .name = end};
+				sp_writer_jit(s->w, &j);
+			}
+			used += (size_t)(nl - line) + 1;
+			line = nl + 1;
+		}
+		if (!used)
+			break; /* a partial line: wait for its end */
+		s->jit_off += (off_t)used;
+	}
+	close(fd);
+}
+
+/* ---- draining ------------------------------------------------------------ */
+
+static void sp_drain_slot(struct sp_wstate *s, uint32_t i, struct sp_thread *t)
+{
+	const uint64_t *e;
+	size_t words;
+	uint32_t flags;
+	bool named = s->name_tid[i] == t->tid;
+	while ((e = sp_ring_peek(&t->ring, &words, &flags))) {
+		if (!named) {
+			sp_thread_name(s, i, t->tid, NULL);
+			named = true;
+		}
+		size_t depth = words - SP_ENTRY_PCS;
+		uint32_t id = sp_stack_id(s, e + SP_ENTRY_PCS, depth, flags);
+		if (id) {
+			struct sp_prof_sample rec = {
+			    .tid = t->tid,
+			    .stack = id,
+			    .range = (uint32_t)e[SP_ENTRY_RANGE],
+			    .time_ns = e[SP_ENTRY_TIME],
+			    .weight_ns = e[SP_ENTRY_WEIGHT],
+			};
+			sp_writer_sample(s->w, &rec);
+			s->samples++;
+			s->weight_ns += rec.weight_ns;
+		}
+		sp_ring_pop(&t->ring);
+	}
+}
+
+static void sp_add_counters(struct sp_prof_stats *st, struct sp_thread *t)
+{
+	st->drops += atomic_load(&t->drops);
+	st->unwind_errors += atomic_load(&t->unwind_errors);
+	st->truncated += atomic_load(&t->truncated);
+	st->skipped += atomic_load(&t->skipped);
+	st->signals += atomic_load(&t->signals);
+	st->overruns += atomic_load(&t->overruns);
+}
+
+static void sp_drain_all(struct sp_wstate *s, bool names)
+{
+	sp_ranges_sync(s);
+	uint32_t n = atomic_load(&sp_g.n_slots);
+	for (uint32_t i = 0; i < n; i++) {
+		struct sp_thread *t = &sp_g.threads[i];
+		int st = atomic_load(&t->state);
+		if (st == SP_SLOT_LIVE) {
+			sp_drain_slot(s, i, t);
+			if (names)
+				sp_thread_name(s, i, t->tid, NULL);
+		} else if (st == SP_SLOT_DEAD) {
+			sp_drain_slot(s, i, t);
+			sp_thread_name(s, i, t->tid, t->name_at_exit);
+			sp_add_counters(&s->retired, t);
+			atomic_store(&t->state, SP_SLOT_FREE);
+		}
+	}
+}
+
+static void sp_write_stats(struct sp_wstate *s, uint32_t flags)
+{
+	struct sp_prof_stats st = s->retired;
+	uint32_t n = atomic_load(&sp_g.n_slots);
+	for (uint32_t i = 0; i < n; i++) {
+		struct sp_thread *t = &sp_g.threads[i];
+		if (atomic_load(&t->state) == SP_SLOT_LIVE)
+			sp_add_counters(&st, t);
+	}
+	st.flags = flags;
+	st.time_ns = sp_now_ns() - sp_g.start_mono_ns;
+	st.samples = s->samples;
+	st.weight_ns = s->weight_ns;
+	st.timer = (char *)sp_g.timer->name;
+	sp_writer_stats(s->w, &st);
+}
+
+static void sp_flush(struct sp_wstate *s, uint32_t flags)
+{
+	sp_modules_sync(s);
+	sp_drain_all(s, true);
+	sp_jit_sync(s);
+	sp_write_stats(s, flags);
+	int err = sp_writer_flush(s->w);
+	if (err && !s->error) {
+		s->error = err;
+		sp_log("writing the profile %s failed: %s; profiling goes on without it", sp_g.path,
+		       strerror(-err));
+	}
+	s->last_flush_ns = sp_now_ns();
+}
+
+static void *sp_writer_main(void *arg)
+{
+	struct sp_wstate *s = arg;
+	prctl(PR_SET_NAME, "stackprof-wr", 0, 0, 0);
+	pthread_mutex_lock(&sp_g.lock);
+	while (!s->stop) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += SP_DRAIN_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		if (!s->flush_requested)
+			pthread_cond_timedwait(&sp_g.wake, &sp_g.lock, &ts);
+		if (s->stop)
+			break;
+		if (s->flush_requested ||
+		    sp_now_ns() - s->last_flush_ns >= (uint64_t)sp_g.cfg.flush_ms * 1000000u) {
+			uint64_t seq = s->flush_seq;
+			sp_flush(s, s->exec_flush ? SP_STATS_EXEC : 0);
+			s->flush_requested = false;
+			s->flush_done = seq;
+			pthread_cond_broadcast(&sp_g.wake);
+		} else {
+			sp_drain_all(s, false);
+		}
+	}
+	pthread_mutex_unlock(&sp_g.lock);
+	return NULL;
+}
+
+/* ---- set-up -------------------------------------------------------------- */
+
+/*
+ * Formats a candidate name into path and creates it: O_EXCL (nothing is
+ * overwritten unless STACKPROF_OVERWRITE=1), O_NOFOLLOW (no symlink games in
+ * shared directories), mode 0600 (a profile holds code addresses and the
+ * command line). -1 with errno set on failure.
+ */
+static int sp_try_open(char *path, size_t cap, bool overwrite, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int sp_try_open(char *path, size_t cap, bool overwrite, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(path, cap, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= cap) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC;
+	flags |= overwrite ? O_TRUNC : O_EXCL;
+	return open(path, flags, 0600);
+}
+
+/*
+ * The first process gets STACKPROF_OUT itself; a forked child or an exec'ed
+ * image finds it taken and writes PATH.<pid> (then PATH.<pid>.<n>).
+ */
+static int sp_open_output(char *path, size_t cap)
+{
+	const char *out = sp_g.cfg.out;
+	int pid = (int)sp_g.pid;
+	int fd;
+	if (out[0])
+		fd = sp_try_open(path, cap, sp_g.cfg.overwrite, "%s", out);
+	else
+		fd = sp_try_open(path, cap, sp_g.cfg.overwrite, "stackprof.%d.prof", pid);
+	if (fd >= 0 || errno != EEXIST)
+		return fd;
+	if (out[0]) {
+		fd = sp_try_open(path, cap, false, "%s.%d", out, pid);
+		if (fd >= 0 || errno != EEXIST)
+			return fd;
+	}
+	for (int k = 1; k < 1000; k++) {
+		if (out[0])
+			fd = sp_try_open(path, cap, false, "%s.%d.%d", out, pid, k);
+		else
+			fd = sp_try_open(path, cap, false, "stackprof.%d.prof.%d", pid, k);
+		if (fd >= 0 || errno != EEXIST)
+			return fd;
+	}
+	return -1;
+}
+
+static void sp_read_cmdline(char *out, size_t cap)
+{
+	out[0] = '\0';
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, out, cap - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	out[n] = '\0';
+	for (ssize_t i = 0; i < n - 1; i++)
+		if (out[i] == '\0')
+			out[i] = ' ';
+}
+
+/* Appends our file's path to STACKPROF_MANIFEST, so `stackprof run` can name every file. */
+static void sp_manifest_add(const char *path)
+{
+	const char *m = getenv("STACKPROF_MANIFEST");
+	if (!m || !*m)
+		return;
+	int fd = open(m, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return;
+	char abs[8192];
+	char cwd[4096];
+	int n;
+	if (path[0] != '/' && getcwd(cwd, sizeof(cwd)))
+		n = snprintf(abs, sizeof(abs), "%s/%s\n", cwd, path);
+	else
+		n = snprintf(abs, sizeof(abs), "%s\n", path);
+	if (n > 0 && (size_t)n < sizeof(abs)) {
+		/* one O_APPEND write: lines of several processes don't interleave */
+		ssize_t r = write(fd, abs, (size_t)n);
+		(void)r;
+	}
+	close(fd);
+}
+
+int sp_writer_start(void)
+{
+	struct sp_wstate *s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->fd = sp_open_output(sp_g.path, sizeof(sp_g.path));
+	if (s->fd < 0) {
+		int e = errno;
+		sp_log("cannot create the profile %s: %s; not profiling", sp_g.path, strerror(e));
+		free(s);
+		return -e;
+	}
+	s->w = sp_writer_new(s->fd);
+	if (!s->w) {
+		close(s->fd);
+		free(s);
+		return -ENOMEM;
+	}
+	snprintf(s->jit_path, sizeof(s->jit_path), "/tmp/perf-%d.map", (int)sp_g.pid);
+
+	char cmdline[8192], exe[PATH_MAX], host[256];
+	sp_read_cmdline(cmdline, sizeof(cmdline));
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	if (gethostname(host, sizeof(host)) < 0)
+		host[0] = '\0';
+	host[sizeof(host) - 1] = '\0';
+	struct sp_prof_header h = {
+	    .version = SP_PROFILE_VERSION,
+	    .pid = sp_g.pid,
+	    .ppid = getppid(),
+	    .start_realtime_ns = sp_g.start_real_ns,
+	    .start_mono_ns = sp_g.start_mono_ns,
+	    .freq_hz = sp_g.cfg.freq_hz,
+	    .max_depth = sp_g.cfg.max_depth,
+	    .timer = (char *)sp_g.timer->name,
+	    .cmdline = cmdline,
+	    .exe = exe,
+	    .hostname = host,
+	};
+	sp_writer_header(s->w, &h);
+	sp_modules_sync(s);
+	sp_writer_flush(s->w);
+	s->last_flush_ns = sp_now_ns();
+	sp_ws = s;
+	sp_manifest_add(sp_g.path);
+
+	/* every signal blocked in the writer: the target's signals go to its own threads */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = sp_pthread_create_raw(&sp_g.writer, NULL, sp_writer_main, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc) {
+		sp_writer_close(s->w);
+		close(s->fd);
+		sp_ws = NULL;
+		free(s);
+		return -rc;
+	}
+	sp_g.writer_running = true;
+	return 0;
+}
+
+void sp_writer_flush_now(void)
+{
+	struct sp_wstate *s = sp_ws;
+	if (!s || !sp_g.writer_running)
+		return;
+	pthread_mutex_lock(&sp_g.lock);
+	uint64_t seq = ++s->flush_seq;
+	s->flush_requested = true;
+	pthread_cond_broadcast(&sp_g.wake);
+	while (s->flush_done < seq && !s->stop)
+		pthread_cond_wait(&sp_g.wake, &sp_g.lock);
+	pthread_mutex_unlock(&sp_g.lock);
+}
+
+void sp_writer_exec_flush(void)
+{
+	struct sp_wstate *s = sp_ws;
+	if (!s)
+		return;
+	pthread_mutex_lock(&sp_g.lock);
+	s->exec_flush = true;
+	pthread_mutex_unlock(&sp_g.lock);
+	sp_writer_flush_now();
+	pthread_mutex_lock(&sp_g.lock);
+	s->exec_flush = false;
+	pthread_mutex_unlock(&sp_g.lock);
+}
+
+void sp_writer_stop(bool final)
+{
+	struct sp_wstate *s = sp_ws;
+	if (!s)
+		return;
+	if (sp_g.writer_running) {
+		pthread_mutex_lock(&sp_g.lock);
+		s->stop = true;
+		pthread_cond_broadcast(&sp_g.wake);
+		pthread_mutex_unlock(&sp_g.lock);
+		pthread_join(sp_g.writer, NULL);
+		sp_g.writer_running = false;
+	}
+	sp_flush(s, final ? SP_STATS_FINAL : 0);
+	sp_writer_close(s->w);
+	close(s->fd);
+	sp_ws = NULL;
+	free(s->slots);
+	free(s->arena);
+	for (size_t i = 0; i < s->n_mods; i++)
+		free(s->mods[i].name);
+	free(s->mods);
+	free(s);
+}
+
+void sp_writer_forget(void)
+{
+	struct sp_wstate *s = sp_ws;
+	if (!s)
+		return;
+	/* the parent owns the file and its zlib stream: drop our copies silently */
+	sp_writer_abandon(s->w);
+	close(s->fd);
+	free(s->slots);
+	free(s->arena);
+	for (size_t i = 0; i < s->n_mods; i++)
+		free(s->mods[i].name);
+	free(s->mods);
+	free(s);
+	sp_ws = NULL;
+	sp_g.writer_running = false;
+}

@@ -1,0 +1,80 @@
+#include "cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+void sp_cli_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("stackprof: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+void sp_cli_warn(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("stackprof: warning: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+struct sp_profile *sp_cli_read_profile(const char *path)
+{
+	char err[512];
+	struct sp_profile *p = sp_profile_read(path, err, sizeof(err));
+	if (!p) {
+		sp_cli_error("%s", err);
+		return NULL;
+	}
+	if (p->status != SP_READ_OK)
+		sp_cli_warn("%s: %s; using the %zu samples read before that", path, p->error,
+			    p->n_samples);
+	return p;
+}
+
+int sp_cli_finish_output(FILE *f, const char *name)
+{
+	if (fflush(f) == 0 && !ferror(f))
+		return SP_EXIT_OK;
+	if (errno == EPIPE)
+		return SP_EXIT_OK;
+	sp_cli_error("writing %s: %s", name, strerror(errno));
+	return SP_EXIT_ERROR;
+}
+
+FILE *sp_cli_open_output(const char *path)
+{
+	if (!strcmp(path, "-"))
+		return stdout;
+	FILE *f = fopen(path, "w");
+	if (!f)
+		sp_cli_error("cannot write %s: %s", path, strerror(errno));
+	return f;
+}
+
+bool sp_cli_parse_ulong(const char *opt, const char *s, unsigned long min, unsigned long max,
+			unsigned long *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 10);
+	if (!*s || *end || errno || s[0] == '-' || v < min || v > max) {
+		sp_cli_error("%s: '%s' is not a number from %lu to %lu", opt, s, min, max);
+		return false;
+	}
+	*out = v;
+	return true;
+}
+
+int sp_cli_usage(const char *text, bool is_error)
+{
+	fputs(text, is_error ? stderr : stdout);
+	return is_error ? SP_EXIT_USAGE : SP_EXIT_OK;
+}

@@ -1,0 +1,54 @@
+/*
+ * cli.h - what every stackprof subcommand shares: the command table entry,
+ * exit codes, error printing and checked output.
+ *
+ * Exit codes follow elfutils and git: 0 ok, 1 error (bad input, I/O), 2 usage.
+ * Only tools/ prints or exits; the layers below return errors.
+ */
+#ifndef SP_TOOLS_CLI_H
+#define SP_TOOLS_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "profile.h"
+
+#define SP_EXIT_OK    0
+#define SP_EXIT_ERROR 1
+#define SP_EXIT_USAGE 2
+
+struct sp_command {
+	const char *name;
+	int (*fn)(int argc, char **argv); /* argv[0] is the command name */
+	const char *summary;
+};
+
+/* Prints "stackprof: <msg>\n" to stderr. */
+void sp_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void sp_cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * Reads a profile for a command. On failure prints why and returns NULL. A
+ * truncated or corrupt profile is returned with a warning saying what was
+ * kept, unless strict is set. The caller frees it with sp_profile_free().
+ */
+struct sp_profile *sp_cli_read_profile(const char *path);
+
+/*
+ * Flushes and checks stdout (or f). Returns SP_EXIT_OK, or prints the error
+ * and returns SP_EXIT_ERROR. A closed pipe (EPIPE, as after `| head`) is
+ * quiet success: the reader asked for no more.
+ */
+int sp_cli_finish_output(FILE *f, const char *name);
+
+/* Opens path for writing ("-" is stdout); prints why and returns NULL on error. */
+FILE *sp_cli_open_output(const char *path);
+
+/* Parses a non-negative integer option value; prints and returns false on error. */
+bool sp_cli_parse_ulong(const char *opt, const char *s, unsigned long min, unsigned long max,
+			unsigned long *out);
+
+/* Help text printer: prints text and returns exit status 0, or 2 to stderr if is_error. */
+int sp_cli_usage(const char *text, bool is_error);
+
+#endif

@@ -1,0 +1,155 @@
+/*
+ * cmd-info.c - `stackprof info`: what a raw profile holds, without the
+ * stacks: header, timer and achieved rate, counts, threads, modules.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "model.h"
+#include "summary.h"
+#include "textfmt.h"
+
+static const char sp_info_usage[] =
+    "usage: stackprof info [options] PROFILE\n"
+    "\n"
+    "Prints the profile's header (command, pid, start time, timer, rate), its\n"
+    "counts (samples, drops, unwind errors, truncated stacks), the achieved\n"
+    "sampling rate, the share of samples that unwound to a thread root, and its\n"
+    "threads. Exits 1 if the profile is unreadable; a truncated profile (the\n"
+    "program was killed) is reported and read up to its last flush.\n"
+    "\n"
+    "options:\n"
+    "  -m, --modules     list the recorded modules with their build-ids\n"
+    "      --no-symbols  skip symbolization (no thread-root figure; faster)\n"
+    "  -h, --help        this text\n"
+    "\n"
+    "examples:\n"
+    "  stackprof info rn.prof\n"
+    "  stackprof info -m rn.prof\n";
+
+static void sp_print_build_id(FILE *f, const struct sp_prof_module *m)
+{
+	for (uint32_t i = 0; i < m->build_id_len; i++)
+		fprintf(f, "%02x", m->build_id[i]);
+	if (!m->build_id_len)
+		fputs("-", f);
+}
+
+int sp_cmd_info(int argc, char **argv)
+{
+	bool modules = false, symbols = true;
+	const char *path = NULL;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "-h") || !strcmp(a, "--help"))
+			return sp_cli_usage(sp_info_usage, false);
+		if (!strcmp(a, "-m") || !strcmp(a, "--modules"))
+			modules = true;
+		else if (!strcmp(a, "--no-symbols"))
+			symbols = false;
+		else if (a[0] == '-' && a[1]) {
+			sp_cli_error("info: unknown option '%s'", a);
+			return sp_cli_usage(sp_info_usage, true);
+		} else if (path) {
+			sp_cli_error("info: one profile at a time");
+			return SP_EXIT_USAGE;
+		} else {
+			path = a;
+		}
+	}
+	if (!path) {
+		sp_cli_error("info: no profile given");
+		return sp_cli_usage(sp_info_usage, true);
+	}
+	struct sp_profile *p = sp_cli_read_profile(path);
+	if (!p)
+		return SP_EXIT_ERROR;
+	struct sp_model *m = NULL;
+	if (symbols) {
+		struct sp_model_opts mo;
+		memset(&mo, 0, sizeof(mo));
+		mo.no_ranges = true;
+		m = sp_model_build(p, &mo);
+	}
+	const struct sp_prof_header *h = &p->header;
+	FILE *f = stdout;
+	time_t t = (time_t)(h->start_realtime_ns / 1000000000u);
+	struct tm tm;
+	char when[64] = "?";
+	if (gmtime_r(&t, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+	fprintf(f, "profile:     %s (%llu bytes, format version %u)\n", path,
+		(unsigned long long)p->file_bytes, h->version);
+	fprintf(f, "status:      %s%s%s\n",
+		p->status == SP_READ_OK		 ? "complete"
+		: p->status == SP_READ_TRUNCATED ? "truncated"
+						 : "corrupt",
+		p->status == SP_READ_OK ? "" : ": ", p->error);
+	fprintf(f, "command:     %s\n", h->cmdline);
+	fprintf(f, "executable:  %s\n", h->exe);
+	fprintf(f, "pid:         %d (parent %d) on %s\n", h->pid, h->ppid, h->hostname);
+	fprintf(f, "started:     %s\n", when);
+	if (p->has_stats) {
+		char dur[32];
+		sp_textfmt_time(dur, sizeof(dur), p->stats.time_ns);
+		fprintf(f, "duration:    %s (wall, until the last flush)\n", dur);
+	}
+	fprintf(f, "timer:       %s, %u Hz requested per thread, max depth %u\n",
+		p->stats.timer ? p->stats.timer : h->timer, h->freq_hz, h->max_depth);
+	struct sp_summary s;
+	sp_summary_compute(p, m, &s);
+	fprintf(f, "achieved:    %.1f Hz (samples per CPU-second of sampled threads)\n",
+		s.achieved_hz);
+	char cpu[32];
+	sp_textfmt_time(cpu, sizeof(cpu), s.weight_ns);
+	fprintf(f, "samples:     %llu (%s of CPU), %zu unique stacks\n",
+		(unsigned long long)s.samples, cpu, p->n_stacks);
+	const struct sp_prof_stats *st = &p->stats;
+	fprintf(f, "drops:       %llu (sample buffer full)\n", (unsigned long long)st->drops);
+	fprintf(f, "unwind errs: %llu (%.2f%% of samples)\n", (unsigned long long)st->unwind_errors,
+		100.0 * s.unwind_err_fraction);
+	fprintf(f, "truncated:   %llu (deeper than %u frames)\n", (unsigned long long)st->truncated,
+		h->max_depth);
+	fprintf(f, "skipped:     %llu (while a module was being unloaded)\n",
+		(unsigned long long)st->skipped);
+	fprintf(f, "overruns:    %llu (timer expiries merged into one signal)\n",
+		(unsigned long long)st->overruns);
+	if (s.rooted_fraction >= 0)
+		fprintf(f, "thread root: %.1f%% of samples unwound to _start/clone3/start_thread\n",
+			100.0 * s.rooted_fraction);
+	fprintf(f, "modules:     %zu, JIT symbols: %zu, named ranges: %zu\n", p->n_modules,
+		p->n_jits, p->n_ranges);
+	if (m) {
+		fprintf(f, "threads:     %zu\n", m->n_threads);
+		for (size_t i = 0; i < m->n_threads; i++) {
+			const struct sp_mthread *th = &m->threads[i];
+			char tt[32];
+			sp_textfmt_time(tt, sizeof(tt), th->weight_ns);
+			fprintf(f, "  %-8d %-16s %8llu samples  %12s\n", th->tid,
+				th->name[0] ? th->name : "-", (unsigned long long)th->samples, tt);
+		}
+		const char *w = sp_symbolizer_warnings(m->sym);
+		if (w && *w)
+			fprintf(f, "symbol warnings:\n%s", w);
+	}
+	if (modules) {
+		fprintf(f, "%-18s %-18s %-40s %s\n", "start", "end", "build-id", "path");
+		for (size_t i = 0; i < p->n_modules; i++) {
+			const struct sp_prof_module *md = &p->modules[i];
+			fprintf(f, "%#-18llx %#-18llx ", (unsigned long long)md->start,
+				(unsigned long long)md->end);
+			sp_print_build_id(f, md);
+			fprintf(f, "%*s %s%s%s\n",
+				md->build_id_len ? (int)(40 - 2 * md->build_id_len) : 39, "",
+				md->path, md->flags & SP_MOD_DLOPEN ? " (dlopen)" : "",
+				md->unload_ns ? " (unloaded)" : "");
+		}
+	}
+	sp_model_free(m);
+	sp_profile_free(p);
+	return sp_cli_finish_output(stdout, "stdout");
+}

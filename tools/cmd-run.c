@@ -1,0 +1,417 @@
+/*
+ * cmd-run.c - `stackprof run`: run a program with libstackprof.so preloaded,
+ * keep its exit status and signals, then summarize the profile.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "model.h"
+#include "summary.h"
+
+static const char sp_run_usage[] =
+    "usage: stackprof run [options] -- CMD [ARGS...]\n"
+    "\n"
+    "Runs CMD with libstackprof.so preloaded: every thread is sampled on its own\n"
+    "CPU-time timer, stacks are unwound with libunwind and streamed to a raw\n"
+    "profile. Children (fork) write PATH.<pid>; exec'ed programs are profiled\n"
+    "too. CMD's exit status and signals pass through unchanged. When CMD ends,\n"
+    "a summary goes to stderr.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output PATH     raw profile path (default stackprof.<pid>.prof); an\n"
+    "                        existing regular file there is replaced\n"
+    "  -F, --freq HZ         samples per second of CPU time per thread, 1-20000\n"
+    "                        (default 100; above 250 Hz the perf_event task-clock\n"
+    "                        timer is used where permitted)\n"
+    "      --timer KIND      auto, posix, perf or itimer (default auto)\n"
+    "      --max-depth N     deepest stack kept, 8-4096 (default 512); deeper\n"
+    "                        stacks are kept truncated and marked\n"
+    "      --flush-ms N      how often the profile is flushed to disk (default 200)\n"
+    "      --top N           functions shown in the summary (default 10)\n"
+    "      --no-summary      print nothing but errors\n"
+    "      --schedule W,U,A[,R]  sample only active steps (needs stackprof_step())\n"
+    "      --paused          start with sampling off (stackprof_start() turns it on)\n"
+    "  -h, --help            this text\n"
+    "\n"
+    "environment read by libstackprof.so (set by this command from its options):\n"
+    "  STACKPROF_OUT         raw profile path (default stackprof.<pid>.prof)\n"
+    "  STACKPROF_FREQ        sampling rate in Hz per thread, 1-20000 (default 100)\n"
+    "  STACKPROF_TIMER       auto | posix | perf | itimer (default auto)\n"
+    "  STACKPROF_MAX_DEPTH   frames kept per stack, 8-4096 (default 512)\n"
+    "  STACKPROF_RING_KB     per-thread sample buffer, 64-65536 KiB (default 1024)\n"
+    "  STACKPROF_FLUSH_MS    flush interval, 10-60000 ms (default 200)\n"
+    "  STACKPROF_SCHEDULE    wait,warmup,active[,repeat] steps (torch.profiler.schedule)\n"
+    "  STACKPROF_START       0: start paused until stackprof_start()\n"
+    "  STACKPROF_OVERWRITE   1: replace an existing STACKPROF_OUT file\n"
+    "  STACKPROF_QUIET       1: no messages from the library\n"
+    "  STACKPROF_VERBOSE     1: say where the profile goes and with which timer\n"
+    "  STACKPROF_MANIFEST    file to which each profiled process appends its path\n"
+    "  STACKPROF_LIB         (for this command) path of libstackprof.so to preload\n"
+    "this command also sets DNNL_JIT_PROFILE=2 unless set, so oneDNN's JIT kernels\n"
+    "are named (from /tmp/perf-<pid>.map, copied into the profile).\n"
+    "\n"
+    "examples:\n"
+    "  stackprof run -- ./resnet18 --batch 8\n"
+    "  stackprof run -o rn.prof -F 1000 -- ./resnet18\n"
+    "  stackprof run -o torch.prof -- /usr/bin/python3 infer.py\n"
+    "  LD_PRELOAD=/path/libstackprof.so STACKPROF_OUT=x.prof ./prog   (the same, by hand)\n";
+
+/* Finds libstackprof.so: STACKPROF_LIB, next to this binary, or ../lib/. */
+static bool sp_find_lib(char *out, size_t cap)
+{
+	const char *env = getenv("STACKPROF_LIB");
+	if (env && *env) {
+		snprintf(out, cap, "%s", env);
+		return access(out, R_OK) == 0;
+	}
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return false;
+	self[n] = '\0';
+	char *slash = strrchr(self, '/');
+	if (!slash)
+		return false;
+	*slash = '\0';
+	static const char *const rel[] = {"libstackprof.so", "../lib/libstackprof.so",
+					  "../lib/stackprof/libstackprof.so"};
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		snprintf(out, cap, "%s/%s", self, rel[i]);
+		if (access(out, R_OK) == 0) {
+			char *real = realpath(out, NULL);
+			if (real) {
+				snprintf(out, cap, "%s", real);
+				free(real);
+			}
+			return true;
+		}
+	}
+	return false;
+}
+
+static pid_t sp_child;
+
+static void sp_forward(int sig)
+{
+	if (sp_child > 0)
+		kill(sp_child, sig);
+}
+
+struct sp_run_opts {
+	const char *out;
+	const char *freq, *timer, *max_depth, *flush_ms, *schedule;
+	unsigned long top;
+	bool summary, paused;
+};
+
+static int sp_setenv_checked(const char *k, const char *v)
+{
+	if (setenv(k, v, 1) < 0) {
+		sp_cli_error("setenv %s: %s", k, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Reads the manifest: one absolute path per profiled process, in start order. */
+static char **sp_read_manifest(const char *path, size_t *n)
+{
+	*n = 0;
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	char **v = NULL;
+	size_t cap = 0;
+	char line[8192];
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (!*line)
+			continue;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 8;
+			char **w = realloc(v, cap * sizeof(*v));
+			if (!w)
+				break;
+			v = w;
+		}
+		v[(*n)++] = strdup(line);
+	}
+	fclose(f);
+	return v;
+}
+
+static void sp_print_summary(const char *path, const struct sp_run_opts *o)
+{
+	struct sp_profile *p = sp_cli_read_profile(path);
+	if (!p)
+		return;
+	struct sp_model_opts mo;
+	memset(&mo, 0, sizeof(mo));
+	mo.no_ranges = true;
+	struct sp_model *m = sp_model_build(p, &mo);
+	struct sp_summary s;
+	sp_summary_compute(p, m, &s);
+	fprintf(stderr, "stackprof: %s (pid %d)\n", p->header.cmdline, p->header.pid);
+	sp_summary_print_counts(stderr, p, &s, "stackprof: ");
+	if (m && o->top)
+		sp_summary_print_top(stderr, m, o->top, "  ");
+	sp_model_free(m);
+	sp_profile_free(p);
+}
+
+/* Removes /tmp/perf-<pid>.map files that exist only because we set DNNL_JIT_PROFILE. */
+static void sp_remove_perf_map(const char *prof_path)
+{
+	struct sp_profile *p = sp_profile_read(prof_path, NULL, 0);
+	if (!p)
+		return;
+	char map[64];
+	snprintf(map, sizeof(map), "/tmp/perf-%d.map", p->header.pid);
+	struct stat st;
+	if (p->n_jits && lstat(map, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid())
+		unlink(map);
+	sp_profile_free(p);
+}
+
+int sp_cmd_run(int argc, char **argv)
+{
+	struct sp_run_opts o = {.top = 10, .summary = true};
+	int i;
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if (a[0] != '-')
+			break;
+		if (!strcmp(a, "-h") || !strcmp(a, "--help"))
+			return sp_cli_usage(sp_run_usage, false);
+		if (!strcmp(a, "--no-summary")) {
+			o.summary = false;
+			continue;
+		}
+		if (!strcmp(a, "--paused")) {
+			o.paused = true;
+			continue;
+		}
+		const char **slot = NULL;
+		if (!strcmp(a, "-o") || !strcmp(a, "--output"))
+			slot = &o.out;
+		else if (!strcmp(a, "-F") || !strcmp(a, "--freq"))
+			slot = &o.freq;
+		else if (!strcmp(a, "--timer"))
+			slot = &o.timer;
+		else if (!strcmp(a, "--max-depth"))
+			slot = &o.max_depth;
+		else if (!strcmp(a, "--flush-ms"))
+			slot = &o.flush_ms;
+		else if (!strcmp(a, "--schedule"))
+			slot = &o.schedule;
+		else if (!strcmp(a, "--top")) {
+			if (!next)
+				goto missing;
+			if (!sp_cli_parse_ulong("--top", next, 0, 100000, &o.top))
+				return SP_EXIT_USAGE;
+			i++;
+			continue;
+		} else {
+			sp_cli_error("run: unknown option '%s'", a);
+			return sp_cli_usage(sp_run_usage, true);
+		}
+		if (!next)
+			goto missing;
+		*slot = next;
+		i++;
+		continue;
+	missing:
+		sp_cli_error("run: option '%s' needs a value", a);
+		return SP_EXIT_USAGE;
+	}
+	if (i >= argc) {
+		sp_cli_error("run: no command given");
+		return sp_cli_usage(sp_run_usage, true);
+	}
+	unsigned long v;
+	if (o.freq && !sp_cli_parse_ulong("--freq", o.freq, 1, 20000, &v))
+		return SP_EXIT_USAGE;
+	if (o.max_depth && !sp_cli_parse_ulong("--max-depth", o.max_depth, 8, 4096, &v))
+		return SP_EXIT_USAGE;
+	if (o.flush_ms && !sp_cli_parse_ulong("--flush-ms", o.flush_ms, 10, 60000, &v))
+		return SP_EXIT_USAGE;
+	if (o.timer && strcmp(o.timer, "auto") && strcmp(o.timer, "posix") &&
+	    strcmp(o.timer, "perf") && strcmp(o.timer, "itimer")) {
+		sp_cli_error("run: --timer must be auto, posix, perf or itimer");
+		return SP_EXIT_USAGE;
+	}
+	if (o.schedule) {
+		unsigned a0, a1, a2, a3 = 0;
+		char extra;
+		int k = sscanf(o.schedule, "%u,%u,%u,%u%c", &a0, &a1, &a2, &a3, &extra);
+		if ((k != 3 && k != 4) || a2 == 0) {
+			sp_cli_error(
+			    "run: --schedule wants wait,warmup,active[,repeat] with active > 0");
+			return SP_EXIT_USAGE;
+		}
+	}
+
+	char lib[PATH_MAX];
+	if (!sp_find_lib(lib, sizeof(lib))) {
+		sp_cli_error("run: cannot find libstackprof.so (looked next to this program and in "
+			     "../lib; set STACKPROF_LIB)");
+		return SP_EXIT_ERROR;
+	}
+	if (o.out) {
+		struct stat st;
+		if (lstat(o.out, &st) == 0) {
+			if (!S_ISREG(st.st_mode)) {
+				sp_cli_error(
+				    "run: %s exists and is not a regular file; not replacing it",
+				    o.out);
+				return SP_EXIT_ERROR;
+			}
+			if (unlink(o.out) < 0) {
+				sp_cli_error("run: cannot replace %s: %s", o.out, strerror(errno));
+				return SP_EXIT_ERROR;
+			}
+		}
+	}
+	char manifest[] = "/tmp/stackprof-manifest-XXXXXX";
+	int mfd = mkstemp(manifest);
+	if (mfd < 0) {
+		sp_cli_error("run: cannot create a temporary file: %s", strerror(errno));
+		return SP_EXIT_ERROR;
+	}
+	close(mfd);
+
+	/* the environment the child inherits */
+	const char *old_preload = getenv("LD_PRELOAD");
+	size_t plen = strlen(lib) + (old_preload ? strlen(old_preload) : 0) + 2;
+	char *preload = malloc(plen);
+	if (!preload) {
+		unlink(manifest);
+		return SP_EXIT_ERROR;
+	}
+	snprintf(preload, plen, "%s%s%s", lib, old_preload && *old_preload ? ":" : "",
+		 old_preload ? old_preload : "");
+	bool set_jit = !getenv("DNNL_JIT_PROFILE");
+	if (sp_setenv_checked("LD_PRELOAD", preload) ||
+	    sp_setenv_checked("STACKPROF_MANIFEST", manifest) ||
+	    (o.out && sp_setenv_checked("STACKPROF_OUT", o.out)) ||
+	    (o.freq && sp_setenv_checked("STACKPROF_FREQ", o.freq)) ||
+	    (o.timer && sp_setenv_checked("STACKPROF_TIMER", o.timer)) ||
+	    (o.max_depth && sp_setenv_checked("STACKPROF_MAX_DEPTH", o.max_depth)) ||
+	    (o.flush_ms && sp_setenv_checked("STACKPROF_FLUSH_MS", o.flush_ms)) ||
+	    (o.schedule && sp_setenv_checked("STACKPROF_SCHEDULE", o.schedule)) ||
+	    (o.paused && sp_setenv_checked("STACKPROF_START", "0")) ||
+	    (set_jit && sp_setenv_checked("DNNL_JIT_PROFILE", "2"))) {
+		free(preload);
+		unlink(manifest);
+		return SP_EXIT_ERROR;
+	}
+	free(preload);
+
+	fflush(NULL);
+	int errpipe[2];
+	if (pipe2(errpipe, O_CLOEXEC) < 0) {
+		sp_cli_error("run: pipe: %s", strerror(errno));
+		unlink(manifest);
+		return SP_EXIT_ERROR;
+	}
+	sp_child = fork();
+	if (sp_child < 0) {
+		sp_cli_error("run: fork: %s", strerror(errno));
+		unlink(manifest);
+		return SP_EXIT_ERROR;
+	}
+	if (sp_child == 0) {
+		close(errpipe[0]);
+		signal(SIGPIPE, SIG_DFL); /* main() ignored it for our own output */
+		execvp(argv[i], argv + i);
+		int e = errno;
+		ssize_t w = write(errpipe[1], &e, sizeof(e));
+		(void)w;
+		_exit(e == ENOENT ? 127 : 126);
+	}
+	close(errpipe[1]);
+	/* like time(1): the terminal's ^C reaches the child; we wait for it */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	signal(SIGTERM, sp_forward);
+	signal(SIGHUP, sp_forward);
+	int exec_errno = 0;
+	ssize_t got = read(errpipe[0], &exec_errno, sizeof(exec_errno));
+	close(errpipe[0]);
+	int status = 0;
+	while (waitpid(sp_child, &status, 0) < 0) {
+		if (errno != EINTR) {
+			sp_cli_error("run: waitpid: %s", strerror(errno));
+			unlink(manifest);
+			return SP_EXIT_ERROR;
+		}
+	}
+	if (got == (ssize_t)sizeof(exec_errno)) {
+		sp_cli_error("run: cannot run '%s': %s", argv[i], strerror(exec_errno));
+		unlink(manifest);
+		return WEXITSTATUS(status);
+	}
+
+	size_t nfiles = 0;
+	char **files = sp_read_manifest(manifest, &nfiles);
+	unlink(manifest);
+	if (set_jit)
+		for (size_t k = 0; k < nfiles; k++)
+			sp_remove_perf_map(files[k]);
+	if (o.summary) {
+		if (nfiles == 0) {
+			fprintf(stderr,
+				"stackprof: no profile was written (is the program static or "
+				"setuid, or did it clear LD_PRELOAD?)\n");
+		} else {
+			sp_print_summary(files[0], &o);
+			fprintf(stderr, "stackprof: wrote %s", files[0]);
+			for (size_t k = 1; k < nfiles; k++)
+				fprintf(stderr, "%s%s",
+					k == 1 ? "; children and exec'ed images: " : ", ",
+					files[k]);
+			fprintf(stderr,
+				"\nstackprof: next: stackprof flamegraph %s -o profile.svg"
+				" | stackprof table %s\n",
+				files[0], files[0]);
+		}
+	}
+	for (size_t k = 0; k < nfiles; k++)
+		free(files[k]);
+	free(files);
+
+	if (WIFSIGNALED(status)) {
+		int sig = WTERMSIG(status);
+		/* die the same way, so the shell sees what it would have seen, but
+		 * without a second core dump */
+		struct rlimit rl = {0, 0};
+		setrlimit(RLIMIT_CORE, &rl);
+		signal(sig, SIG_DFL);
+		sigset_t set;
+		sigemptyset(&set);
+		sigaddset(&set, sig);
+		sigprocmask(SIG_UNBLOCK, &set, NULL);
+		fflush(NULL);
+		raise(sig);
+		return 128 + sig;
+	}
+	return WIFEXITED(status) ? WEXITSTATUS(status) : SP_EXIT_ERROR;
+}

@@ -1,0 +1,150 @@
+#include "summary.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "textfmt.h"
+
+int sp_summary_is_root(const char *func)
+{
+	static const char *const roots[] = {
+	    "_start",
+	    "__libc_start_main",
+	    "__libc_start_call_main",
+	    "start_thread",
+	    "clone",
+	    "clone3",
+	    "__clone",
+	    "__clone3",
+	};
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++)
+		if (!strcmp(func, roots[i]))
+			return 1;
+	return 0;
+}
+
+/* The outermost native frame of a stack (after thread/range frames), or NULL. */
+static const struct sp_mframe *sp_outermost(const struct sp_model *m, const struct sp_mstack *st)
+{
+	for (uint32_t i = 0; i < st->n; i++) {
+		const struct sp_mframe *f = &m->frames[st->frames[i]];
+		if (f->kind != SP_MFRAME_THREAD && f->kind != SP_MFRAME_RANGE)
+			return f;
+	}
+	return NULL;
+}
+
+void sp_summary_compute(const struct sp_profile *p, const struct sp_model *m, struct sp_summary *s)
+{
+	memset(s, 0, sizeof(*s));
+	uint64_t errs = 0;
+	for (size_t i = 0; i < p->n_samples; i++) {
+		const struct sp_prof_sample *x = &p->samples[i];
+		s->samples++;
+		s->weight_ns += x->weight_ns;
+		const struct sp_prof_stack *st = sp_profile_stack(p, x->stack);
+		if (st && (st->flags & SP_STACK_UNWIND_ERR))
+			errs++;
+	}
+	s->unwind_err_fraction = s->samples ? (double)errs / (double)s->samples : 0;
+	/* samples per sampled CPU-second: what the timer really delivered */
+	double cpu_s = (double)s->weight_ns / 1e9;
+	s->achieved_hz = cpu_s > 0 ? (double)s->samples / cpu_s : 0;
+	s->rooted_fraction = -1;
+	if (m) {
+		uint64_t rooted = 0, total = 0;
+		for (size_t i = 0; i < m->n_stacks; i++) {
+			const struct sp_mframe *f = sp_outermost(m, &m->stacks[i]);
+			total += m->stacks[i].samples;
+			if (f && f->kind != SP_MFRAME_TRUNC && sp_summary_is_root(f->func))
+				rooted += m->stacks[i].samples;
+		}
+		s->rooted_fraction = total ? (double)rooted / (double)total : 0;
+		s->threads = m->n_threads;
+	}
+}
+
+void sp_summary_print_counts(FILE *f, const struct sp_profile *p, const struct sp_summary *s,
+			     const char *prefix)
+{
+	const struct sp_prof_stats *st = &p->stats;
+	char cpu[32];
+	sp_textfmt_time(cpu, sizeof(cpu), s->weight_ns);
+	fprintf(f, "%s%llu samples, %s of CPU", prefix, (unsigned long long)s->samples, cpu);
+	if (s->threads)
+		fprintf(f, " on %zu thread%s", s->threads, s->threads == 1 ? "" : "s");
+	fprintf(f, "; timer %s at %u Hz requested, %.0f Hz achieved per busy thread\n",
+		st->timer ? st->timer : p->header.timer, p->header.freq_hz, s->achieved_hz);
+	fprintf(f,
+		"%sdrops %llu, unwind errors %llu (%.1f%%), truncated %llu, skipped %llu, "
+		"overruns %llu\n",
+		prefix, (unsigned long long)st->drops, (unsigned long long)st->unwind_errors,
+		100.0 * s->unwind_err_fraction, (unsigned long long)st->truncated,
+		(unsigned long long)st->skipped, (unsigned long long)st->overruns);
+	if (s->rooted_fraction >= 0)
+		fprintf(f, "%s%.1f%% of samples unwound to a thread root (_start, clone3, ...)\n",
+			prefix, 100.0 * s->rooted_fraction);
+	if (p->status != SP_READ_OK)
+		fprintf(f, "%sthe profile is %s: %s\n", prefix,
+			p->status == SP_READ_TRUNCATED ? "truncated" : "corrupt", p->error);
+}
+
+struct sp_top_row {
+	const char *func;
+	const char *file;
+	unsigned line;
+	const char *module;
+	uint64_t self_ns;
+};
+
+static int sp_cmp_rows(const void *a, const void *b)
+{
+	const struct sp_top_row *x = a, *y = b;
+	if (x->self_ns != y->self_ns)
+		return x->self_ns < y->self_ns ? 1 : -1;
+	return strcmp(x->func, y->func);
+}
+
+void sp_summary_print_top(FILE *f, const struct sp_model *m, size_t n, const char *prefix)
+{
+	/* self time by function: the leaf frame of each merged stack */
+	struct sp_top_row *rows = calloc(m->n_frames ? m->n_frames : 1, sizeof(*rows));
+	if (!rows)
+		return;
+	size_t nrows = 0;
+	for (size_t i = 0; i < m->n_stacks; i++) {
+		const struct sp_mstack *st = &m->stacks[i];
+		if (!st->n)
+			continue;
+		const struct sp_mframe *fr = &m->frames[st->frames[st->n - 1]];
+		size_t j;
+		for (j = 0; j < nrows; j++)
+			if (!strcmp(rows[j].func, fr->func) &&
+			    (rows[j].module == fr->module ||
+			     (rows[j].module && fr->module && !strcmp(rows[j].module, fr->module))))
+				break;
+		if (j == nrows) {
+			rows[nrows++] =
+			    (struct sp_top_row){fr->func, fr->file, fr->line, fr->module, 0};
+		}
+		rows[j].self_ns += st->weight_ns;
+	}
+	qsort(rows, nrows, sizeof(*rows), sp_cmp_rows);
+	fprintf(f, "%s%8s  %10s  %s\n", prefix, "Self %", "Self CPU", "Function (file)");
+	for (size_t i = 0; i < nrows && i < n; i++) {
+		char t[32];
+		sp_textfmt_time(t, sizeof(t), rows[i].self_ns);
+		double pct = m->total_weight_ns
+				 ? 100.0 * (double)rows[i].self_ns / (double)m->total_weight_ns
+				 : 0;
+		fprintf(f, "%s%7.2f%%  %10s  %s", prefix, pct, t, rows[i].func);
+		if (rows[i].file) {
+			const char *base = strrchr(rows[i].file, '/');
+			fprintf(f, " (%s)", base ? base + 1 : rows[i].file);
+		} else if (rows[i].module && !strchr(rows[i].func, '+')) {
+			fprintf(f, " [%s]", rows[i].module);
+		}
+		fputc('\n', f);
+	}
+	free(rows);
+}

@@ -1,0 +1,35 @@
+/*
+ * summary.h - the short report `stackprof run` prints and `stackprof info`
+ * shares: counts, the timer and its achieved rate, how many stacks reached a
+ * thread root, and the top functions by self time.
+ */
+#ifndef SP_TOOLS_SUMMARY_H
+#define SP_TOOLS_SUMMARY_H
+
+#include <stdio.h>
+
+#include "model.h"
+#include "profile.h"
+
+struct sp_summary {
+	uint64_t samples, weight_ns, cpu_ns_by_threads;
+	size_t threads;
+	double achieved_hz;	/* samples per CPU-second of a sampled thread */
+	double rooted_fraction; /* samples whose outermost frame is a thread root */
+	double unwind_err_fraction;
+};
+
+/* Computes the figures; m may be NULL (no symbols: rooted_fraction is then -1). */
+void sp_summary_compute(const struct sp_profile *p, const struct sp_model *m, struct sp_summary *s);
+
+/* Prints the counts block, prefixed by "prefix" on each line. */
+void sp_summary_print_counts(FILE *f, const struct sp_profile *p, const struct sp_summary *s,
+			     const char *prefix);
+
+/* Prints the top n functions by self time from m. */
+void sp_summary_print_top(FILE *f, const struct sp_model *m, size_t n, const char *prefix);
+
+/* Whether a function name is where a thread's stack starts (_start, clone3, start_thread...). */
+int sp_summary_is_root(const char *func);
+
+#endif
