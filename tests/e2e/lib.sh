@@ -1,0 +1,40 @@
+# lib.sh - shared by the end-to-end tests (git's t/test-lib.sh in small).
+# Each test is run as: bash tNNNN-name.sh BUILD_DIR
+set -u
+BUILD=${1:?usage: $0 BUILD_DIR}
+BUILD=$(cd "$BUILD" && pwd)
+SP="$BUILD/stackprof"
+BIN="$BUILD/tests/bin"
+TMP=$(mktemp -d /tmp/stackprof-test.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+cd "$TMP" || exit 1
+FAILED=0
+
+say() { printf '%s\n' "$*"; }
+fail() { say "FAIL: $*"; FAILED=1; }
+skip() { say "SKIP: $*"; exit 77; }
+ok() { say "ok: $*"; }
+finish() {
+	if [ "$FAILED" -ne 0 ]; then
+		say "some checks failed"
+		exit 1
+	fi
+	say "all checks passed"
+	exit 0
+}
+
+# check DESCRIPTION COMMAND...: runs COMMAND, fails the test if it fails.
+check() {
+	local what=$1
+	shift
+	if "$@"; then ok "$what"; else fail "$what"; fi
+}
+
+# The debian python with torch; the first python3 on PATH may be another one.
+TORCH_PY=/usr/bin/python3
+have_torch() { [ -x "$TORCH_PY" ] && "$TORCH_PY" -c 'import torch, torchvision' 2>/dev/null; }
+
+# share FOLDED REGEX: percentage of the folded value whose stack matches REGEX.
+share() {
+	awk -v re="$2" '{ v = $NF; t += v; if ($0 ~ re) m += v } END { if (t == 0) print 0; else printf "%.3f\n", 100 * m / t }' "$1"
+}

@@ -1,0 +1,31 @@
+#!/bin/bash
+# Truth on a program whose CPU split is known (it measures itself with
+# CLOCK_THREAD_CPUTIME_ID): each function's share of the profile is within
+# 1 percentage point of the truth, and a thread doing 3x the work gets 3x
+# the samples (within 5%). Run at 1 kHz for enough samples (~10k).
+. "$(dirname "$0")/lib.sh"
+
+"$SP" run --no-summary -F 1000 -o s.prof -- "$BIN/split" 2.5 >truth.txt
+check "split exits 0" [ $? -eq 0 ]
+"$SP" collapse --frame func --metric us s.prof >s.folded
+"$SP" info s.prof >info.txt
+grep -E '^(timer|achieved|samples)' info.txt
+for f in split_a split_b split_c; do
+	truth=$(awk -v f=$f '$1 == "truth" && $2 == "func" && $3 == f { printf "%.3f", 100 * $4 }' truth.txt)
+	# share among the three work functions only (the calibration and thread
+	# start-up are outside them)
+	got=$(awk -v f=$f '{ v = $NF; if ($0 ~ /;split_[abc];/) { t += v; if ($0 ~ ";" f ";") m += v } }
+		END { printf "%.3f", 100 * m / t }' s.folded)
+	say "$f: truth $truth%, profile $got%"
+	check "$f within 1 point" awk -v a="$truth" -v b="$got" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1.0) }'
+done
+one=$(awk '/split-1x/ && /samples/ { print $3 }' info.txt)
+three=$(awk '/split-3x/ && /samples/ { print $3 }' info.txt)
+t1=$(awk '$2 == "thread" && $3 == "split-1x" { print $4 }' truth.txt)
+t3=$(awk '$2 == "thread" && $3 == "split-3x" { print $4 }' truth.txt)
+say "samples: split-1x $one, split-3x $three; CPU seconds (truth): $t1, $t3"
+check "the 3x thread has 3x the samples of the 1x thread (within 10%)" \
+	awk -v a="$one" -v b="$three" 'BEGIN { r = b / a; exit !(r > 2.7 && r < 3.3) }'
+check "the sample ratio matches the CPU-time ratio within 3%" \
+	awk -v a="$one" -v b="$three" -v x="$t1" -v y="$t3" 'BEGIN { r = (b / a) / (y / x); exit !(r > 0.97 && r < 1.03) }'
+finish

@@ -1,0 +1,29 @@
+#!/bin/bash
+# Whole stacks: 150-deep recursion unwinds to main in full, with and without
+# frame pointers; 700-deep recursion is kept truncated at the max depth and
+# marked, not dropped.
+. "$(dirname "$0")/lib.sh"
+
+for prog in recurse recurse_nofp; do
+	"$SP" run --no-summary -o $prog.prof -- "$BIN/$prog" 150 1 >/dev/null
+	check "$prog exits 0" [ $? -eq 0 ]
+	"$SP" collapse --frame func $prog.prof >$prog.folded
+	# samples in recurse_bottom: count recurse frames on their stacks
+	awk '/recurse_bottom/ { n = gsub(/;recurse;/, ";recurse;"); s = $0; c = 0;
+		while (match(s, /(^|;)recurse(;|$)/)) { c++; s = substr(s, RSTART + RLENGTH - 1) }
+		print c, ($0 ~ /^_start;__libc_start_main[^;]*;.*main;recurse/) ? "rooted" : "unrooted", $NF }' \
+		$prog.folded >depths.txt
+	total=$(awk '{ t += $3 } END { print t + 0 }' depths.txt)
+	full=$(awk '$1 == 150 && $2 == "rooted" { t += $3 } END { print t + 0 }' depths.txt)
+	say "$prog: $full of $total us in recurse_bottom have all 150 frames and reach _start"
+	check "$prog: 150 frames to _start on >= 99% of the deep samples" \
+		awk -v a="$full" -v b="$total" 'BEGIN { exit !(b > 0 && a >= 0.99 * b) }'
+done
+
+"$SP" run --no-summary -o deep.prof -- "$BIN/recurse" 700 0.5 >/dev/null
+check "700-deep run exits 0" [ $? -eq 0 ]
+"$SP" info deep.prof >info.txt
+check "truncated stacks are counted" awk '/^truncated:/ { exit !($2 > 0) }' info.txt
+"$SP" collapse --frame func deep.prof >deep.folded
+check "truncated stacks are kept and marked" grep -qE '^\[truncated\];(recurse;)+recurse_bottom' deep.folded
+finish

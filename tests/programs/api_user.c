@@ -1,0 +1,87 @@
+/*
+ * api_user.c - a program that uses stackprof.h: named ranges and a step
+ * schedule. Linked with libstackprof-api.so, so it runs with or without
+ * the profiler.
+ *
+ *   api_user ranges     "LINEAR PASS" (work_linear) and "CONV PASS" (work_conv)
+ *   api_user schedule   10 steps with schedule 2,1,3,1 (wait 2, warmup 1,
+ *                       active 3, once): only steps 3..5 are sampled; every
+ *                       step runs step_work(step) so the steps are told apart
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "stackprof.h"
+
+static volatile double sink;
+
+static double cpu_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+__attribute__((noinline)) static void burn(double secs)
+{
+	double end = cpu_seconds() + secs;
+	while (cpu_seconds() < end) {
+		double x = 0;
+		for (long i = 0; i < 20000; i++)
+			x += (double)i;
+		sink += x;
+	}
+}
+
+__attribute__((noinline)) void work_linear(void)
+{
+	burn(0.3);
+}
+
+__attribute__((noinline)) void work_conv(void)
+{
+	burn(0.3);
+}
+
+__attribute__((noinline)) void step_active(void)
+{
+	burn(0.1);
+}
+
+__attribute__((noinline)) void step_idle(void)
+{
+	burn(0.1);
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "ranges";
+	if (!strcmp(mode, "ranges")) {
+		stackprof_range_push("model_inference");
+		stackprof_range_push("LINEAR PASS");
+		work_linear();
+		stackprof_range_pop();
+		stackprof_range_push("CONV PASS");
+		work_conv();
+		stackprof_range_pop();
+		stackprof_range_pop();
+		printf("api_user: ranges done (profiler %s)\n",
+		       stackprof_active() ? "active" : "absent");
+		return 0;
+	}
+	if (!strcmp(mode, "schedule")) {
+		stackprof_schedule(2, 1, 3, 1);
+		for (int step = 0; step < 10; step++) {
+			if (step >= 3 && step < 6)
+				step_active();
+			else
+				step_idle();
+			stackprof_step();
+		}
+		stackprof_flush();
+		printf("api_user: schedule done\n");
+		return 0;
+	}
+	return 2;
+}

@@ -1,0 +1,80 @@
+/*
+ * dlopen_main.c - works in its own code, then dlopen()s a plugin (argv[1])
+ * and works in it: frames from the plugin must be named and unwind to main.
+ * With argv[2] = "loop", it then dlopen()s and dlclose()s the plugin in a
+ * loop on several threads (the stress test).
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static volatile double main_sink;
+
+static double cpu_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+__attribute__((noinline)) void before_dlopen(double secs)
+{
+	double end = cpu_seconds() + secs;
+	while (cpu_seconds() < end) {
+		double x = 0;
+		for (long i = 0; i < 100000; i++)
+			x += (double)i;
+		main_sink += x;
+	}
+}
+
+static const char *plugin_path;
+
+static void *loop_thread(void *arg)
+{
+	long n = (long)arg;
+	for (long i = 0; i < n; i++) {
+		void *h = dlopen(plugin_path, RTLD_NOW | RTLD_LOCAL);
+		if (!h) {
+			fprintf(stderr, "dlopen: %s\n", dlerror());
+			exit(1);
+		}
+		void (*work)(long) = (void (*)(long))dlsym(h, "plugin_work");
+		work(5);
+		dlclose(h);
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: dlopen_main PLUGIN.so [loop]\n");
+		return 2;
+	}
+	plugin_path = argv[1];
+	if (argc > 2 && !strcmp(argv[2], "loop")) {
+		pthread_t t[3];
+		for (long i = 0; i < 3; i++)
+			pthread_create(&t[i], NULL, loop_thread, (void *)200L);
+		for (int i = 0; i < 3; i++)
+			pthread_join(t[i], NULL);
+		printf("dlopen_main: loop done\n");
+		return 0;
+	}
+	before_dlopen(0.5);
+	void *h = dlopen(plugin_path, RTLD_NOW);
+	if (!h) {
+		fprintf(stderr, "dlopen: %s\n", dlerror());
+		return 1;
+	}
+	void (*work)(long) = (void (*)(long))dlsym(h, "plugin_work");
+	double end = cpu_seconds() + 1.0;
+	while (cpu_seconds() < end)
+		work(10);
+	printf("dlopen_main: done\n");
+	return 0;
+}

@@ -1,0 +1,199 @@
+/*
+ * stress.c - hostile targets for the sampler, one mode per run:
+ *
+ *   malloc     threads that do nothing but malloc/free
+ *   fork       children that work and exit with status 7; parent checks
+ *   churn      thousands of short threads created and joined
+ *   exec N     exec itself N times, then work
+ *   block      block and unblock SIGPROF around work, in a loop
+ *   ownprof    install its own SIGPROF handler and ITIMER_PROF; count ticks
+ *   errno      check errno survives samples
+ *   segv|abort|thread_exit|sleep   crash, abort, _exit(3) from a thread, sleep
+ *   exit N     work, then exit with status N
+ *
+ * Each mode bounds its own runtime and exits 0 when its check passes.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile double sink;
+
+static double cpu_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+__attribute__((noinline)) static void work(double secs)
+{
+	double end = cpu_seconds() + secs;
+	while (cpu_seconds() < end) {
+		double x = 0;
+		for (long i = 0; i < 20000; i++)
+			x += (double)i * 0.5;
+		sink += x;
+	}
+}
+
+static void *malloc_thread(void *arg)
+{
+	double end = cpu_seconds() + 0.7;
+	unsigned seed = (unsigned)(size_t)arg;
+	void *keep[64] = {0};
+	while (cpu_seconds() < end) {
+		for (int i = 0; i < 64; i++) {
+			free(keep[i]);
+			keep[i] = malloc(16 + rand_r(&seed) % 4096);
+		}
+	}
+	for (int i = 0; i < 64; i++)
+		free(keep[i]);
+	return NULL;
+}
+
+static void *short_thread(void *arg)
+{
+	work(0.0005);
+	return NULL;
+}
+
+static void *exit_thread(void *arg)
+{
+	work(0.3);
+	_exit(3);
+}
+
+static volatile sig_atomic_t own_ticks;
+
+static void own_handler(int sig)
+{
+	own_ticks++;
+}
+
+static int run_threads(void *(*fn)(void *), int n)
+{
+	pthread_t t[16];
+	for (int i = 0; i < n; i++)
+		if (pthread_create(&t[i], NULL, fn, (void *)(size_t)i))
+			return 1;
+	for (int i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+	if (!strcmp(mode, "malloc"))
+		return run_threads(malloc_thread, 4);
+	if (!strcmp(mode, "fork")) {
+		for (int i = 0; i < 4; i++) {
+			pid_t pid = fork();
+			if (pid < 0)
+				return 1;
+			if (pid == 0) {
+				work(0.2);
+				exit(7);
+			}
+			work(0.05);
+			int st;
+			if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 7) {
+				fprintf(stderr, "stress fork: child status %d\n", st);
+				return 1;
+			}
+		}
+		return 0;
+	}
+	if (!strcmp(mode, "churn")) {
+		for (int i = 0; i < 300; i++)
+			if (run_threads(short_thread, 8))
+				return 1;
+		return 0;
+	}
+	if (!strcmp(mode, "exec")) {
+		int n = argc > 2 ? atoi(argv[2]) : 0;
+		work(0.1);
+		if (n > 0) {
+			char next[16];
+			snprintf(next, sizeof(next), "%d", n - 1);
+			execl("/proc/self/exe", argv[0], "exec", next, (char *)NULL);
+			perror("execl");
+			return 1;
+		}
+		return 0;
+	}
+	if (!strcmp(mode, "block")) {
+		sigset_t s;
+		sigemptyset(&s);
+		sigaddset(&s, SIGPROF);
+		for (int i = 0; i < 200; i++) {
+			sigprocmask(SIG_BLOCK, &s, NULL);
+			work(0.002);
+			sigprocmask(SIG_UNBLOCK, &s, NULL);
+			work(0.002);
+		}
+		return 0;
+	}
+	if (!strcmp(mode, "ownprof")) {
+		work(0.2);
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = own_handler;
+		sigaction(SIGPROF, &sa, NULL);
+		struct itimerval it = {{0, 10000}, {0, 10000}};
+		setitimer(ITIMER_PROF, &it, NULL);
+		work(0.5);
+		memset(&it, 0, sizeof(it));
+		setitimer(ITIMER_PROF, &it, NULL);
+		printf("ownprof: %d ticks\n", (int)own_ticks);
+		return own_ticks >= 10 ? 0 : 1;
+	}
+	if (!strcmp(mode, "errno")) {
+		double end = cpu_seconds() + 1.0;
+		while (cpu_seconds() < end) {
+			errno = 12345;
+			for (volatile long i = 0; i < 200000; i++)
+				;
+			if (errno != 12345) {
+				fprintf(stderr, "stress errno: errno changed to %d\n", errno);
+				return 1;
+			}
+		}
+		return 0;
+	}
+	if (!strcmp(mode, "segv")) {
+		work(0.6);
+		volatile int *p = NULL;
+		return *p;
+	}
+	if (!strcmp(mode, "abort")) {
+		work(0.6);
+		abort();
+	}
+	if (!strcmp(mode, "thread_exit")) {
+		pthread_t t;
+		pthread_create(&t, NULL, exit_thread, NULL);
+		work(5);
+		return 0;
+	}
+	if (!strcmp(mode, "sleep")) {
+		work(0.6);
+		sleep(30);
+		return 0;
+	}
+	if (!strcmp(mode, "exit")) {
+		work(0.2);
+		return argc > 2 ? atoi(argv[2]) : 0;
+	}
+	fprintf(stderr, "usage: stress MODE (see the source)\n");
+	return 2;
+}
