@@ -496,7 +496,9 @@ struct sp_profile *sp_profile_read(const char *path, char *err, size_t errlen)
 		/* a clean zlib end must also end on a checkpoint */
 		sp_set_error(p, SP_READ_CORRUPT, "trailing data after the last checkpoint");
 	}
-	if (p->status == SP_READ_OK && !ended)
+	/* a process that exec'ed ends its stream with a flush, not a zlib end */
+	bool exec_end = p->has_stats && (p->stats.flags & SP_STATS_EXEC) && !plen && !r.n_records;
+	if (p->status == SP_READ_OK && !ended && !exec_end)
 		sp_set_error(p, SP_READ_TRUNCATED,
 			     "truncated after %llu of %llu bytes: the program was probably killed; "
 			     "records up to its last flush are kept",

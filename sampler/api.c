@@ -83,8 +83,21 @@ static void sp_sampling_update(void)
 	atomic_store(&sp_g.sampling, sp_user_on && sp_sched_active(&sp_sched, sp_step_no));
 }
 
+void sp_api_atfork(int phase)
+{
+	if (phase == 0) {
+		pthread_mutex_lock(&sp_range_lock);
+		pthread_mutex_lock(&sp_sched_lock);
+	} else if (phase == 1) {
+		pthread_mutex_unlock(&sp_sched_lock);
+		pthread_mutex_unlock(&sp_range_lock);
+	} else {
+		pthread_mutex_init(&sp_sched_lock, NULL);
+		pthread_mutex_init(&sp_range_lock, NULL);
+	}
+}
+
 /* Called once by the constructor with the configuration. */
-void sp_api_init(void);
 void sp_api_init(void)
 {
 	pthread_mutex_lock(&sp_sched_lock);

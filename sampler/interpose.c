@@ -294,20 +294,34 @@ int sp_handler_install(void)
 
 /* ---- fork ------------------------------------------------------------------ */
 
+/*
+ * Every lock of ours is taken before fork (in the writer's order: sp_g.lock,
+ * modules, ranges, schedule), so that no data they guard is half-written in
+ * the child. The child re-initializes them rather than unlocking: a condition
+ * variable copied while the parent's writer waited on it still counts that
+ * waiter, and a broadcast in the child would wait for it forever.
+ */
 static void sp_fork_prepare(void)
 {
 	pthread_mutex_lock(&sp_g.lock);
+	sp_modules_atfork(0);
+	sp_api_atfork(0);
 }
 
 static void sp_fork_parent(void)
 {
+	sp_api_atfork(1);
+	sp_modules_atfork(1);
 	pthread_mutex_unlock(&sp_g.lock);
 }
 
 /* The child profiles itself into its own file; the parent's threads are gone. */
 static void sp_fork_child(void)
 {
-	pthread_mutex_unlock(&sp_g.lock);
+	sp_api_atfork(2);
+	sp_modules_atfork(2);
+	pthread_mutex_init(&sp_g.lock, NULL);
+	pthread_cond_init(&sp_g.wake, NULL);
 	if (!atomic_load(&sp_g.enabled))
 		return;
 	struct sp_thread *self = sp_self;

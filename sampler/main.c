@@ -26,8 +26,6 @@ struct sp_state sp_g = {
 
 __thread volatile int sp_in_unwind SP_TLS;
 
-void sp_api_init(void);
-
 uint64_t sp_now_ns(void)
 {
 	struct timespec ts;

@@ -209,6 +209,16 @@ void sp_modules_refresh_if_changed(void)
 		sp_modules_refresh();
 }
 
+void sp_modules_atfork(int phase)
+{
+	if (phase == 0)
+		pthread_mutex_lock(&sp_mod_lock);
+	else if (phase == 1)
+		pthread_mutex_unlock(&sp_mod_lock);
+	else
+		pthread_mutex_init(&sp_mod_lock, NULL);
+}
+
 uint64_t sp_modules_generation(void)
 {
 	return atomic_load(&sp_mod_gen);

@@ -48,6 +48,9 @@ void sp_modules_refresh(void);
 /* Rebuilds only if glibc's adds/subs counters moved (modules loaded behind our back). */
 void sp_modules_refresh_if_changed(void);
 
+/* Fork hooks: 0 before fork (lock), 1 in the parent (unlock), 2 in the child (re-init). */
+void sp_modules_atfork(int phase);
+
 /* Generation: bumped by every rebuild, read by the writer to diff the module list. */
 uint64_t sp_modules_generation(void);
 

@@ -129,6 +129,9 @@ int sp_pthread_create_raw(pthread_t *thread, const pthread_attr_t *attr, void *(
 int sp_handler_install(void);
 /* Registers the fork hooks. 0 or -errno. */
 int sp_fork_init(void);
+/* api.c's fork hooks, as sp_modules_atfork(). */
+void sp_api_atfork(int phase);
+void sp_api_init(void);
 /* glibc's dlopen, for loading libunwind privately. */
 void *sp_real_dlopen(const char *file, int mode);
 

@@ -89,8 +89,8 @@ static bool sp_find_lib(char *out, size_t cap)
 	static const char *const rel[] = {"libstackprof.so", "../lib/libstackprof.so",
 					  "../lib/stackprof/libstackprof.so"};
 	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-		snprintf(out, cap, "%s/%s", self, rel[i]);
-		if (access(out, R_OK) == 0) {
+		int len = snprintf(out, cap, "%s/%s", self, rel[i]);
+		if (len > 0 && (size_t)len < cap && access(out, R_OK) == 0) {
 			char *real = realpath(out, NULL);
 			if (real) {
 				snprintf(out, cap, "%s", real);

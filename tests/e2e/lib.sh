@@ -1,6 +1,7 @@
 # lib.sh - shared by the end-to-end tests (git's t/test-lib.sh in small).
 # Each test is run as: bash tNNNN-name.sh BUILD_DIR
 set -u
+SP_SOURCE_DIR=${SP_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 BUILD=${1:?usage: $0 BUILD_DIR}
 BUILD=$(cd "$BUILD" && pwd)
 SP="$BUILD/stackprof"

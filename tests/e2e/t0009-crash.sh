@@ -1,0 +1,49 @@
+#!/bin/bash
+# The target's crash: SIGSEGV, abort(), _exit() from a thread and SIGKILL
+# each leave a readable profile up to the last flush, and `stackprof run`
+# ends the way the target did (the shell sees the same status).
+. "$(dirname "$0")/lib.sh"
+
+expect() {
+	local name=$1 want=$2
+	shift 2
+	"$SP" run -o $name.prof -- "$@" >/dev/null 2>$name.err
+	local rc=$?
+	check "$name: exit status $want" [ $rc -eq $want ]
+	"$SP" info --no-symbols $name.prof >$name.info 2>&1
+	check "$name: profile readable" [ $? -eq 0 ]
+	check "$name: it has samples" awk '/^samples:/ { exit !($2 > 10) }' $name.info
+}
+expect segv 139 "$BIN/stress" segv
+expect abort 134 "$BIN/stress" abort
+expect thread_exit 3 "$BIN/stress" thread_exit
+check "a truncated profile says so" grep -q '^status: *truncated' segv.info
+
+# SIGKILL after it ran for a while
+"$SP" run -o kill.prof -- "$BIN/stress" sleep >/dev/null 2>kill.err &
+runner=$!
+for i in $(seq 50); do
+	pid=$(pgrep -f "$BIN/stress sleep" | head -1)
+	[ -n "$pid" ] && [ -s kill.prof ] && break
+	sleep 0.1
+done
+sleep 1.5
+kill -KILL "$pid"
+wait $runner
+check "SIGKILL: exit status 137" [ $? -eq 137 ]
+"$SP" info --no-symbols kill.prof >kill.info
+check "SIGKILL: profile readable" [ $? -eq 0 ]
+check "SIGKILL: samples up to the last flush" awk '/^samples:/ { exit !($2 > 10) }' kill.info
+
+# bad input to the reader: clear message, exit 1, nothing crashes
+printf 'junk' >junk.prof
+"$SP" info junk.prof 2>junk.err
+check "junk profile: exit 1" [ $? -eq 1 ]
+check "junk profile: says why" grep -q 'not a stackprof profile' junk.err
+"$SP" info missing.prof 2>missing.err
+check "missing profile: exit 1" [ $? -eq 1 ]
+head -c 100 segv.prof >cut.prof
+"$SP" collapse cut.prof >/dev/null 2>cut.err
+rc=$?
+check "cut profile: no crash (exit 0 or 1)" [ $rc -le 1 ]
+finish

@@ -1,0 +1,34 @@
+#!/bin/bash
+# The C API (stackprof.h): named ranges appear as frames like
+# record_function; a wait,warmup,active,repeat schedule keeps only the active
+# steps; the same binary runs without the profiler (stub library).
+. "$(dirname "$0")/lib.sh"
+
+"$BIN/api_user" ranges >plain.txt
+check "runs without the profiler" grep -q 'profiler absent' plain.txt
+
+"$SP" run --no-summary -o r.prof -- "$BIN/api_user" ranges >r.txt
+check "runs under the profiler" grep -q 'profiler active' r.txt
+"$SP" collapse --frame func r.prof >r.folded
+check "LINEAR PASS is a frame above work_linear" \
+	grep -qE '^model_inference;LINEAR_PASS;.*;work_linear;' r.folded
+check "CONV PASS is a frame above work_conv" \
+	grep -qE '^model_inference;CONV_PASS;.*;work_conv;' r.folded
+check "--range filters to one range" \
+	bash -c "'$SP' collapse --frame func --range 'LINEAR PASS' r.prof | grep -v work_conv | grep -q work_linear"
+
+"$SP" run --no-summary -o s.prof -- "$BIN/api_user" schedule >/dev/null
+"$SP" collapse --frame func s.prof >s.folded
+active=$(share s.folded ';step_active;')
+idle=$(share s.folded ';step_idle;')
+say "schedule: step_active $active%, step_idle $idle%"
+check "only active steps are sampled" awk -v a="$active" -v i="$idle" 'BEGIN { exit !(a > 90 && i < 5) }'
+
+STACKPROF_SCHEDULE=0,0,0 "$SP" run --no-summary -o bad.prof -- "$BIN/api_user" ranges >/dev/null 2>bad.err
+check "a bad STACKPROF_SCHEDULE is reported, the program still runs" grep -q 'STACKPROF_SCHEDULE=0,0,0 ignored' bad.err
+"$SP" run -F 0 -- true 2>usage.err
+check "bad -F is a usage error (exit 2)" [ $? -eq 2 ]
+"$SP" run -- /nonexistent/prog 2>nx.err
+check "a missing program exits 127 like a shell" [ $? -eq 127 ]
+check "and says why" grep -q 'No such file' nx.err
+finish
