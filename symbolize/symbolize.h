@@ -10,11 +10,13 @@
  *
  * Cost model: per-module indexes (sorted symbols, sorted function/inline
  * ranges, line tables) are built once, on the first address that falls in the
- * module; each distinct address is resolved once and cached. Results are
- * owned by the symbolizer and stay valid until sp_symbolizer_free().
+ * module, and within a module per compile unit and per function as
+ * addresses land in them; each distinct address is resolved once and cached.
+ * Results are owned by the symbolizer and stay valid until
+ * sp_symbolizer_free(). docs/SYMBOLIZE.md has the design and the figures.
  *
- * Nothing here is async-signal-safe; it runs after the profiled program, in
- * the CLI.
+ * Nothing here is async-signal-safe, nor thread-safe (one thread at a time
+ * per symbolizer); it runs after the profiled program, in the CLI.
  */
 #ifndef SP_SYMBOLIZE_H
 #define SP_SYMBOLIZE_H
@@ -29,9 +31,9 @@ struct sp_symbolizer;
 enum sp_frame_kind {
 	SP_FRAME_FUNC = 0, /* a real function, from DWARF or the ELF symbol tables */
 	SP_FRAME_INLINED,  /* code inlined into the next (outer) frame */
-	SP_FRAME_JIT,      /* from a perf-<pid>.map */
+	SP_FRAME_JIT,	   /* from a perf-<pid>.map */
 	SP_FRAME_UNNAMED,  /* no symbol: func reads "module+0xoffset" of the function start */
-	SP_FRAME_UNKNOWN,  /* not in any module: func reads "[unknown]" or "0xaddr" */
+	SP_FRAME_UNKNOWN,  /* not in any module: func reads "0x<addr>" */
 };
 
 /*
@@ -44,7 +46,7 @@ struct sp_frame {
 	const char *func;   /* demangled name, never NULL */
 	const char *file;   /* source path as DWARF gives it, relative names joined
 			     * to DW_AT_comp_dir (what eu-addr2line prints), or NULL */
-	unsigned line;      /* 0 if unknown */
+	unsigned line;	    /* 0 if unknown */
 	unsigned column;    /* 0 if unknown */
 	const char *module; /* basename of the module path, or NULL */
 	uint64_t offset;    /* address looked up (addr-1 for a return address) minus
@@ -55,9 +57,9 @@ struct sp_frame {
 };
 
 /* Symbolizer options. */
-#define SP_SYM_NO_INLINE 0x1u   /* one frame per address: the outermost function only */
+#define SP_SYM_NO_INLINE   0x1u /* one frame per address: the outermost function only */
 #define SP_SYM_NO_DEMANGLE 0x2u /* keep mangled C++ names */
-#define SP_SYM_BASENAMES 0x4u   /* file names without directories */
+#define SP_SYM_BASENAMES   0x4u /* file names without directories */
 
 /* Returns a new, empty symbolizer, or NULL on allocation failure. */
 struct sp_symbolizer *sp_symbolizer_new(unsigned flags);
@@ -96,8 +98,7 @@ int sp_symbolizer_add_image(struct sp_symbolizer *s, const char *name, const voi
  * precedence over modules; among overlapping ones the last added wins.
  * Returns 0 or -errno.
  */
-int sp_symbolizer_add_jit(struct sp_symbolizer *s, uint64_t start, uint64_t size,
-			  const char *name);
+int sp_symbolizer_add_jit(struct sp_symbolizer *s, uint64_t start, uint64_t size, const char *name);
 
 /*
  * Resolves addr. is_return_address says addr is a return address (every
@@ -127,7 +128,8 @@ const char *sp_symbolizer_symbol(struct sp_symbolizer *s, uint64_t addr, uint64_
 
 /*
  * Warnings collected so far (missing files, build-id mismatch, no debug
- * info), one per line, borrowed; "" when none.
+ * info), one line each, at most one per file; "" when none. Borrowed: valid
+ * until the next lookup (which may add one) or sp_symbolizer_free().
  */
 const char *sp_symbolizer_warnings(const struct sp_symbolizer *s);
 

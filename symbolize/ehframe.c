@@ -1,0 +1,299 @@
+#include "ehframe.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rangemap.h"
+
+struct sp_ehframe {
+	struct sp_rangemap map; /* address -> FDE index */
+	struct sp_range *fdes;	/* by index: the FDE's own bounds */
+	size_t n;
+};
+
+struct sp_cie_enc {
+	Dwarf_Off off;
+	uint8_t enc; /* the FDE pointer encoding, from augmentation 'R' */
+};
+
+/* A cursor over bytes of .eh_frame, which lives at section address base. */
+struct sp_ehcur {
+	const uint8_t *p;
+	const uint8_t *end;
+	const uint8_t *buf; /* start of the section data */
+	uint64_t base;	    /* its virtual address */
+	bool bad;
+};
+
+static uint64_t sp_ehcur_uleb(struct sp_ehcur *c)
+{
+	uint64_t v = 0;
+	unsigned shift = 0;
+	while (c->p < c->end) {
+		uint8_t b = *c->p++;
+		if (shift < 64)
+			v |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+		if (!(b & 0x80))
+			return v;
+	}
+	c->bad = true;
+	return 0;
+}
+
+static int64_t sp_ehcur_sleb(struct sp_ehcur *c)
+{
+	int64_t v = 0;
+	unsigned shift = 0;
+	while (c->p < c->end) {
+		uint8_t b = *c->p++;
+		if (shift < 64)
+			v |= (int64_t)((uint64_t)(b & 0x7f) << shift);
+		shift += 7;
+		if (!(b & 0x80)) {
+			if (shift < 64 && (b & 0x40))
+				v |= -((int64_t)1 << shift);
+			return v;
+		}
+	}
+	c->bad = true;
+	return 0;
+}
+
+static uint64_t sp_ehcur_fixed(struct sp_ehcur *c, unsigned n, bool is_signed)
+{
+	if ((size_t)(c->end - c->p) < n) {
+		c->bad = true;
+		return 0;
+	}
+	uint64_t v = 0;
+	/* .eh_frame is in the target's byte order; stackprof runs on x86-64
+	 * and aarch64, both little-endian */
+	for (unsigned i = 0; i < n; i++)
+		v |= (uint64_t)c->p[i] << (8 * i);
+	c->p += n;
+	if (is_signed && n < 8 && (v >> (8 * n - 1)) & 1)
+		v |= ~(uint64_t)0 << (8 * n);
+	return v;
+}
+
+/* Reads a DW_EH_PE_* encoded pointer. Indirect and textrel/datarel ones
+ * (unused for FDE ranges by GCC and LLVM) are reported as bad. */
+static uint64_t sp_ehcur_ptr(struct sp_ehcur *c, uint8_t enc, unsigned ptr_size, bool apply)
+{
+	uint64_t field = c->base + (uint64_t)(c->p - c->buf);
+	uint64_t v;
+	switch (enc & 0x0f) {
+	case DW_EH_PE_absptr:
+		v = sp_ehcur_fixed(c, ptr_size, false);
+		break;
+	case DW_EH_PE_uleb128:
+		v = sp_ehcur_uleb(c);
+		break;
+	case DW_EH_PE_udata2:
+		v = sp_ehcur_fixed(c, 2, false);
+		break;
+	case DW_EH_PE_udata4:
+		v = sp_ehcur_fixed(c, 4, false);
+		break;
+	case DW_EH_PE_udata8:
+		v = sp_ehcur_fixed(c, 8, false);
+		break;
+	case DW_EH_PE_sleb128:
+		v = (uint64_t)sp_ehcur_sleb(c);
+		break;
+	case DW_EH_PE_sdata2:
+		v = sp_ehcur_fixed(c, 2, true);
+		break;
+	case DW_EH_PE_sdata4:
+		v = sp_ehcur_fixed(c, 4, true);
+		break;
+	case DW_EH_PE_sdata8:
+		v = sp_ehcur_fixed(c, 8, true);
+		break;
+	default:
+		c->bad = true;
+		return 0;
+	}
+	if (!apply)
+		return v;
+	switch (enc & 0x70) {
+	case DW_EH_PE_absptr:
+		return v;
+	case DW_EH_PE_pcrel:
+		return v + field;
+	default:
+		c->bad = true;
+		return 0;
+	}
+}
+
+/* The FDE pointer encoding a CIE announces with augmentation 'R'. */
+static uint8_t sp_cie_fde_encoding(const Dwarf_CIE *cie, unsigned ptr_size)
+{
+	const char *aug = cie->augmentation;
+	if (!aug || aug[0] != 'z' || !cie->augmentation_data)
+		return DW_EH_PE_absptr;
+	struct sp_ehcur c = {
+	    .p = cie->augmentation_data,
+	    .end = cie->augmentation_data + cie->augmentation_data_size,
+	    .buf = cie->augmentation_data,
+	};
+	for (const char *a = aug + 1; *a && !c.bad; a++) {
+		switch (*a) {
+		case 'R':
+			return (uint8_t)sp_ehcur_fixed(&c, 1, false);
+		case 'L':
+			sp_ehcur_fixed(&c, 1, false);
+			break;
+		case 'P': {
+			uint8_t penc = (uint8_t)sp_ehcur_fixed(&c, 1, false);
+			sp_ehcur_ptr(&c, penc & 0x7f, ptr_size, false);
+			break;
+		}
+		case 'S':
+		case 'B':
+			break;
+		default:
+			/* an augmentation we do not know: its data length is unknown */
+			return DW_EH_PE_absptr;
+		}
+	}
+	return DW_EH_PE_absptr;
+}
+
+static int sp_cie_find(const struct sp_cie_enc *cies, size_t n, Dwarf_Off off)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (cies[mid].off < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && cies[lo].off == off ? (int)lo : -1;
+}
+
+int sp_ehframe_new(Elf *elf, struct sp_ehframe **out)
+{
+	int rc = -ENOENT;
+	struct sp_cie_enc *cies = NULL;
+	size_t n_cies = 0, cies_cap = 0;
+	struct sp_range *fdes = NULL;
+	size_t n_fdes = 0, fdes_cap = 0;
+	struct sp_ehframe *t = NULL;
+	*out = NULL;
+
+	size_t shstrndx;
+	const unsigned char *ident = (const unsigned char *)elf_getident(elf, NULL);
+	if (!ident || elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return -ENOENT;
+	unsigned ptr_size = ident[EI_CLASS] == ELFCLASS32 ? 4 : 8;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	while ((scn = elf_nextscn(elf, scn)) != NULL) {
+		const char *name;
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_PROGBITS &&
+		    (name = elf_strptr(elf, shstrndx, sh.sh_name)) && !strcmp(name, ".eh_frame"))
+			break;
+	}
+	Elf_Data *data = scn ? elf_getdata(scn, NULL) : NULL;
+	if (!data || !data->d_buf || !data->d_size)
+		return -ENOENT;
+
+	Dwarf_Off off = 0, next;
+	Dwarf_CFI_Entry e;
+	while (dwarf_next_cfi(ident, data, true, off, &next, &e) == 0) {
+		if (dwarf_cfi_cie_p(&e)) {
+			if (n_cies == cies_cap) {
+				size_t cap = cies_cap ? cies_cap * 2 : 16;
+				void *p = realloc(cies, cap * sizeof(*cies));
+				if (!p)
+					goto nomem;
+				cies = p;
+				cies_cap = cap;
+			}
+			cies[n_cies++] =
+			    (struct sp_cie_enc){off, sp_cie_fde_encoding(&e.cie, ptr_size)};
+		} else {
+			int ci = sp_cie_find(cies, n_cies, e.fde.CIE_pointer);
+			uint8_t enc = ci >= 0 ? cies[ci].enc : DW_EH_PE_absptr;
+			struct sp_ehcur c = {
+			    .p = e.fde.start,
+			    .end = e.fde.end,
+			    .buf = data->d_buf,
+			    .base = sh.sh_addr,
+			};
+			uint64_t start = sp_ehcur_ptr(&c, enc, ptr_size, true);
+			uint64_t len = sp_ehcur_ptr(&c, enc & 0x0f, ptr_size, false);
+			/* an FDE at 0 is a discarded function's leftover (--gc-sections) */
+			if (!c.bad && len && start) {
+				if (n_fdes == fdes_cap) {
+					size_t cap = fdes_cap ? fdes_cap * 2 : 256;
+					void *p = realloc(fdes, cap * sizeof(*fdes));
+					if (!p)
+						goto nomem;
+					fdes = p;
+					fdes_cap = cap;
+				}
+				fdes[n_fdes] =
+				    (struct sp_range){start, start + len, (uint32_t)n_fdes, 0};
+				n_fdes++;
+			}
+		}
+		off = next;
+	}
+	if (!n_fdes)
+		goto out;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		goto nomem;
+	/* the map reorders what it is built from: build it from a copy and keep
+	 * the FDEs in index order for their true bounds */
+	t->fdes = fdes;
+	t->n = n_fdes;
+	fdes = malloc(n_fdes * sizeof(*fdes));
+	if (!fdes)
+		goto nomem;
+	memcpy(fdes, t->fdes, n_fdes * sizeof(*fdes));
+	if (sp_rangemap_build(&t->map, fdes, n_fdes))
+		goto nomem;
+	*out = t;
+	t = NULL;
+	rc = 0;
+	goto out;
+nomem:
+	rc = -ENOMEM;
+out:
+	sp_ehframe_free(t);
+	free(cies);
+	free(fdes);
+	return rc;
+}
+
+void sp_ehframe_free(struct sp_ehframe *t)
+{
+	if (!t)
+		return;
+	sp_rangemap_release(&t->map);
+	free(t->fdes);
+	free(t);
+}
+
+bool sp_ehframe_find(const struct sp_ehframe *t, uint64_t vaddr, uint64_t *start, uint64_t *end)
+{
+	if (!t)
+		return false;
+	const struct sp_range *r = sp_rangemap_find(&t->map, vaddr);
+	if (!r)
+		return false;
+	/* overlapping FDEs split into segments: report the FDE's own bounds */
+	*start = t->fdes[r->id].lo;
+	if (end)
+		*end = t->fdes[r->id].hi;
+	return true;
+}

@@ -1,0 +1,345 @@
+#include "module.h"
+
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dwarfidx.h"
+#include "ehframe.h"
+#include "symtab.h"
+
+struct sp_module {
+	unsigned flags;
+	Dwfl *dwfl;	   /* NULL for an image */
+	Elf *elf;	   /* the object; owned by dwfl, or by the module for an image */
+	void *image;	   /* the image's copy */
+	Dwarf *dw;	   /* NULL without debug info; owned by dwfl */
+	uint64_t dw_delta; /* DWARF address = vaddr + dw_delta */
+	struct sp_dwarfidx *dwidx;
+	struct sp_symtab *symtab;
+	uint64_t sym_delta; /* symbol value = vaddr + sym_delta */
+	bool symtab_tried;
+	struct sp_ehframe *eh;
+	bool eh_tried;
+	struct sp_frame *out;
+	size_t out_cap;
+};
+
+/* Reads an ELF file's GNU build-id note. Returns its length, 0 if none. */
+static size_t sp_elf_build_id(Elf *elf, const uint8_t **bits)
+{
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn)) != NULL) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		if (!d)
+			continue;
+		GElf_Nhdr nh;
+		size_t off = 0, name_off, desc_off;
+		while ((off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+			    !memcmp((const char *)d->d_buf + name_off, "GNU", 4)) {
+				*bits = (const uint8_t *)d->d_buf + desc_off;
+				return nh.n_descsz;
+			}
+		}
+	}
+	return 0;
+}
+
+static void sp_hex(char *dst, size_t cap, const uint8_t *p, size_t n)
+{
+	size_t i = 0;
+	for (; i < n && 2 * i + 2 < cap; i++)
+		snprintf(dst + 2 * i, 3, "%02x", p[i]);
+	dst[n && cap ? 2 * i : 0] = '\0';
+}
+
+/*
+ * libdwfl's search (build-id links, .gnu_debuglink next to the file, in
+ * .debug/ and under /usr/lib/debug), then /usr/lib/debug/<path> as older
+ * debug packages install it; that one is only taken when its build-id
+ * matches, since there is no debuglink CRC to check.
+ */
+static int sp_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+			     Dwarf_Addr base, const char *file_name, const char *debuglink_file,
+			     GElf_Word debuglink_crc, char **debuginfo_file_name)
+{
+	int fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name,
+					      debuglink_file, debuglink_crc, debuginfo_file_name);
+	if (fd >= 0 || !file_name || file_name[0] != '/')
+		return fd;
+	const unsigned char *want;
+	GElf_Addr vaddr;
+	int want_len = dwfl_module_build_id(mod, &want, &vaddr);
+	if (want_len <= 0)
+		return -1;
+	char path[4096];
+	if (snprintf(path, sizeof(path), "/usr/lib/debug%s", file_name) >= (int)sizeof(path))
+		return -1;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	const uint8_t *got;
+	size_t got_len = elf ? sp_elf_build_id(elf, &got) : 0;
+	bool same = got_len == (size_t)want_len && !memcmp(got, want, got_len);
+	elf_end(elf);
+	if (!same || !(*debuginfo_file_name = strdup(path))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static char *sp_debuginfo_path; /* NULL: libdwfl's default, ":.debug:/usr/lib/debug" */
+
+static const Dwfl_Callbacks sp_dwfl_callbacks = {
+    .find_elf = dwfl_build_id_find_elf,
+    .find_debuginfo = sp_find_debuginfo,
+    .section_address = dwfl_offline_section_address,
+    .debuginfo_path = &sp_debuginfo_path,
+};
+
+static struct sp_module *sp_module_alloc(unsigned flags)
+{
+	struct sp_module *m = calloc(1, sizeof(*m));
+	if (m)
+		m->flags = flags;
+	return m;
+}
+
+int sp_module_open(const char *path, const uint8_t *build_id, size_t build_id_len, unsigned flags,
+		   struct sp_module **out, char *why, size_t why_len)
+{
+	int rc;
+	struct sp_module *m = NULL;
+	*out = NULL;
+	snprintf(why, why_len, "%s", "");
+
+	/* libdwfl's errors do not say "missing" versus "not ELF": ask first */
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		snprintf(why, why_len, "cannot open: %s", strerror(errno));
+		return rc;
+	}
+	char magic[SELFMAG];
+	ssize_t got = read(fd, magic, SELFMAG);
+	int read_errno = errno;
+	close(fd);
+	if (got < 0) {
+		snprintf(why, why_len, "cannot read: %s", strerror(read_errno));
+		return -read_errno;
+	}
+	if (got != SELFMAG || memcmp(magic, ELFMAG, SELFMAG)) {
+		snprintf(why, why_len, "not an ELF file");
+		return -ENOEXEC;
+	}
+
+	rc = -ENOMEM;
+	m = sp_module_alloc(flags);
+	if (!m || !(m->dwfl = dwfl_begin(&sp_dwfl_callbacks)))
+		goto fail;
+	dwfl_report_begin(m->dwfl);
+	const char *base = strrchr(path, '/');
+	/* base 0 with add_p_vaddr: module addresses are the file's own vaddrs */
+	Dwfl_Module *dm = dwfl_report_elf(m->dwfl, base ? base + 1 : path, path, -1, 0, true);
+	dwfl_report_end(m->dwfl, NULL, NULL);
+	if (!dm) {
+		snprintf(why, why_len, "%s", dwfl_errmsg(-1));
+		rc = -ENOEXEC;
+		goto fail;
+	}
+
+	if (build_id_len) {
+		const unsigned char *bits;
+		GElf_Addr vaddr;
+		int n = dwfl_module_build_id(dm, &bits, &vaddr);
+		if (n <= 0 || (size_t)n != build_id_len || memcmp(bits, build_id, build_id_len)) {
+			char have[130], want[130];
+			sp_hex(have, sizeof(have), n > 0 ? bits : NULL, n > 0 ? (size_t)n : 0);
+			sp_hex(want, sizeof(want), build_id, build_id_len);
+			snprintf(why, why_len,
+				 "build-id %s on disk but %s when profiled: a different build, "
+				 "not used",
+				 n > 0 ? have : "(none)", want);
+			rc = -ESTALE;
+			goto fail;
+		}
+	}
+
+	Dwarf_Addr mbias = 0, dbias = 0;
+	m->elf = dwfl_module_getelf(dm, &mbias);
+	if (!m->elf) {
+		snprintf(why, why_len, "%s", dwfl_errmsg(-1));
+		rc = -ENOEXEC;
+		goto fail;
+	}
+	m->dw = dwfl_module_getdwarf(dm, &dbias);
+	/* mbias is what the module's addresses add to vaddr; dbias what
+	 * they add to the debug file's addresses */
+	m->dw_delta = (uint64_t)mbias - (uint64_t)dbias;
+	if (!m->dw)
+		snprintf(why, why_len,
+			 "no DWARF debug info (searched build-id, .gnu_debuglink and "
+			 "/usr/lib/debug); names from the ELF symbol table only");
+	*out = m;
+	return 0;
+fail:
+	sp_module_free(m);
+	return rc;
+}
+
+int sp_module_open_image(const void *image, size_t len, unsigned flags, struct sp_module **out,
+			 char *why, size_t why_len)
+{
+	*out = NULL;
+	snprintf(why, why_len, "%s", "");
+	struct sp_module *m = sp_module_alloc(flags);
+	if (!m || !(m->image = malloc(len ? len : 1))) {
+		sp_module_free(m);
+		return -ENOMEM;
+	}
+	memcpy(m->image, image, len);
+	elf_version(EV_CURRENT);
+	m->elf = elf_memory(m->image, len);
+	if (!m->elf || elf_kind(m->elf) != ELF_K_ELF) {
+		snprintf(why, why_len, "not an ELF image");
+		sp_module_free(m);
+		return -ENOEXEC;
+	}
+	*out = m;
+	return 0;
+}
+
+void sp_module_free(struct sp_module *m)
+{
+	if (!m)
+		return;
+	sp_dwarfidx_free(m->dwidx);
+	sp_symtab_free(m->symtab);
+	sp_ehframe_free(m->eh);
+	if (m->dwfl)
+		dwfl_end(m->dwfl);
+	else if (m->elf)
+		elf_end(m->elf);
+	free(m->image);
+	free(m->out);
+	free(m);
+}
+
+/*
+ * The symbol table: the object's .symtab, else the debug file's (a
+ * stripped library with a debug package), else .dynsym (exported names
+ * only, as in stripped libtorch_cpu).
+ */
+static struct sp_symtab *sp_module_symtab(struct sp_module *m)
+{
+	if (m->symtab_tried)
+		return m->symtab;
+	m->symtab_tried = true;
+	int demangle = !(m->flags & SP_SYM_NO_DEMANGLE);
+	if (sp_symtab_new(m->elf, SHT_SYMTAB, demangle, &m->symtab) == 0)
+		return m->symtab;
+	Elf *debug = m->dw ? dwarf_getelf(m->dw) : NULL;
+	if (debug && debug != m->elf &&
+	    sp_symtab_new(debug, SHT_SYMTAB, demangle, &m->symtab) == 0) {
+		m->sym_delta = m->dw_delta;
+		return m->symtab;
+	}
+	sp_symtab_new(m->elf, SHT_DYNSYM, demangle, &m->symtab);
+	return m->symtab;
+}
+
+const char *sp_module_symbol(struct sp_module *m, uint64_t vaddr, uint64_t *start)
+{
+	struct sp_symtab *t = sp_module_symtab(m);
+	uint64_t s;
+	const char *name = sp_symtab_find(t, vaddr + m->sym_delta, &s);
+	if (name && start)
+		*start = s - m->sym_delta;
+	return name;
+}
+
+static int sp_module_reserve(struct sp_module *m, size_t n)
+{
+	if (n <= m->out_cap)
+		return 0;
+	size_t cap = m->out_cap ? m->out_cap * 2 : 16;
+	while (cap < n)
+		cap *= 2;
+	struct sp_frame *p = realloc(m->out, cap * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	m->out = p;
+	m->out_cap = cap;
+	return 0;
+}
+
+int sp_module_lookup(struct sp_module *m, uint64_t vaddr, const struct sp_frame **frames)
+{
+	struct sp_dwline loc = {0};
+	int n = 0;
+
+	if (m->dw && !m->dwidx) {
+		m->dwidx = sp_dwarfidx_new(m->dw, m->flags);
+		if (!m->dwidx)
+			return -ENOMEM;
+	}
+	if (m->dwidx) {
+		const struct sp_dwframe *df;
+		n = sp_dwarfidx_lookup(m->dwidx, vaddr + m->dw_delta, &df, &loc);
+		if (n < 0)
+			return n;
+		if (n > 0 && sp_module_reserve(m, (size_t)n))
+			return -ENOMEM;
+		for (int i = 0; i < n; i++)
+			m->out[i] = (struct sp_frame){
+			    .func = df[i].func,
+			    .file = df[i].file,
+			    .line = df[i].line,
+			    .column = df[i].column,
+			    .offset = vaddr,
+			    .kind = df[i].inlined ? SP_FRAME_INLINED : SP_FRAME_FUNC,
+			};
+	}
+	if (n == 0) {
+		if (sp_module_reserve(m, 1))
+			return -ENOMEM;
+		/* no function DIE: the symbol, with whatever line the line table has */
+		struct sp_frame *f = &m->out[0];
+		*f = (struct sp_frame){
+		    .file = loc.file,
+		    .line = loc.line,
+		    .column = loc.column,
+		    .offset = vaddr,
+		    .kind = SP_FRAME_FUNC,
+		};
+		f->func = sp_module_symbol(m, vaddr, NULL);
+		if (!f->func) {
+			if (!m->eh_tried) {
+				m->eh_tried = true;
+				if (sp_ehframe_new(m->elf, &m->eh) == -ENOMEM)
+					return -ENOMEM;
+			}
+			uint64_t start;
+			f->kind = SP_FRAME_UNNAMED;
+			f->offset = sp_ehframe_find(m->eh, vaddr, &start, NULL) ? start : vaddr;
+		}
+		n = 1;
+	}
+	if ((m->flags & SP_SYM_NO_INLINE) && n > 1) {
+		/* the outer function, at the line of the call inlined into it */
+		m->out[0] = m->out[n - 1];
+		n = 1;
+	}
+	*frames = m->out;
+	return n;
+}

@@ -1,0 +1,8 @@
+/* shapes-main.c - a program around shapes.c, linked with a chosen build-id. */
+#include "shapes.h"
+
+int main(int argc, char **argv)
+{
+	(void)argv;
+	return sp_shape_run(argc) == 12345;
+}
