@@ -1,0 +1,175 @@
+#include "diff.h"
+#include "textfmt.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum sp_change { SP_ADDED, SP_REMOVED, SP_INCREASED, SP_DECREASED, SP_UNCHANGED };
+
+static const char *const sp_change_names[] = {"added", "removed", "increased", "decreased",
+					      "unchanged"};
+
+struct sp_drow {
+	const char *name;
+	double base_ns, new_ns; /* new is scaled when normalizing */
+	double base_n, new_n;
+	enum sp_change change;
+};
+
+int sp_diff_sort_parse(const char *s, enum sp_diff_sort *out)
+{
+	static const char *const names[] = {"delta", "abs", "base", "new", "name"};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(s, names[i])) {
+			*out = (enum sp_diff_sort)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+static enum sp_diff_sort sp_sort_by;
+
+static double sp_sort_key(const struct sp_drow *r)
+{
+	switch (sp_sort_by) {
+	case SP_DIFF_ABS:
+		return fabs(r->new_ns - r->base_ns);
+	case SP_DIFF_BASE:
+		return r->base_ns;
+	case SP_DIFF_NEW:
+		return r->new_ns;
+	default:
+		return r->new_ns - r->base_ns;
+	}
+}
+
+static int sp_drow_cmp(const void *a, const void *b)
+{
+	const struct sp_drow *x = a, *y = b;
+	if (sp_sort_by != SP_DIFF_NAME) {
+		double kx = sp_sort_key(x), ky = sp_sort_key(y);
+		if (kx != ky)
+			return kx > ky ? -1 : 1;
+	}
+	return strcmp(x->name, y->name);
+}
+
+static void sp_put_name(FILE *out, const char *s)
+{
+	for (; *s; s++)
+		putc((unsigned char)*s < 0x20 ? ' ' : *s, out);
+}
+
+static void sp_side(const struct sp_rollup_row *row, bool total, double scale, double *ns,
+		    double *n)
+{
+	*ns = row ? (double)(total ? row->total_ns : row->self_ns) * scale : 0;
+	*n = row ? (double)(total ? row->total_samples : row->self_samples) * scale : 0;
+}
+
+int sp_diff_write(const struct sp_model *base, const struct sp_model *cur,
+		  const struct sp_diff_opts *o, FILE *out)
+{
+	struct sp_rollup rb, rn;
+	struct sp_drow *rows = NULL;
+	size_t n = 0, counts[5] = {0};
+	char t1[SP_TEXTFMT_LEN], t2[SP_TEXTFMT_LEN], t3[SP_TEXTFMT_LEN], p[SP_TEXTFMT_LEN];
+	memset(&rn, 0, sizeof(rn));
+	int err = sp_rollup_build(&rb, base, o->by);
+	if (!err)
+		err = sp_rollup_build(&rn, cur, o->by);
+	if (err)
+		goto out;
+	err = -ENOMEM;
+	rows = calloc(rb.n_rows + rn.n_rows + 1, sizeof(*rows));
+	if (!rows)
+		goto out;
+
+	double scale = 1;
+	if (o->normalize && rn.total_ns)
+		scale = (double)rb.total_ns / (double)rn.total_ns;
+	double threshold = o->threshold_pct / 100.0 * (double)rb.total_ns;
+	/* every base row, then the new rows the base does not have */
+	for (int side = 0; side < 2; side++) {
+		const struct sp_rollup *r = side ? &rn : &rb;
+		for (size_t i = 0; i < r->n_rows; i++) {
+			const char *name = r->rows[i].name;
+			int64_t bi = side ? sp_rollup_find(&rb, name) : (int64_t)i;
+			if (side && bi >= 0)
+				continue;
+			int64_t ni = side ? (int64_t)i : sp_rollup_find(&rn, name);
+			const struct sp_rollup_row *b = bi >= 0 ? &rb.rows[bi] : NULL;
+			const struct sp_rollup_row *c = ni >= 0 ? &rn.rows[ni] : NULL;
+			struct sp_drow *d = &rows[n++];
+			d->name = name;
+			sp_side(b, o->total, 1, &d->base_ns, &d->base_n);
+			sp_side(c, o->total, scale, &d->new_ns, &d->new_n);
+			double delta = d->new_ns - d->base_ns;
+			/* callers with no self time on either side say nothing about self time */
+			if (b && c && b->total_samples && c->total_samples && d->base_ns == 0 &&
+			    d->new_ns == 0) {
+				n--;
+				continue;
+			}
+			if (!b || !b->total_samples)
+				d->change = SP_ADDED;
+			else if (!c || !c->total_samples)
+				d->change = SP_REMOVED;
+			else if (fabs(delta) <= threshold)
+				d->change = SP_UNCHANGED;
+			else
+				d->change = delta > 0 ? SP_INCREASED : SP_DECREASED;
+			counts[d->change]++;
+		}
+	}
+	sp_sort_by = o->sort;
+	qsort(rows, n, sizeof(*rows), sp_drow_cmp);
+
+	fprintf(out, "base: %s  %s CPU in %llu samples\n", o->base_name ? o->base_name : "base",
+		sp_textfmt_time(t1, sizeof(t1), rb.total_ns), (unsigned long long)rb.total_samples);
+	fprintf(out, "new:  %s  %s CPU in %llu samples", o->new_name ? o->new_name : "new",
+		sp_textfmt_time(t1, sizeof(t1), rn.total_ns), (unsigned long long)rn.total_samples);
+	if (scale != 1)
+		fprintf(out, " (normalized: new values x %.4f)", scale);
+	fprintf(out, "\ncomparing %s time per %s", o->total ? "total" : "self",
+		(const char *[]){"function", "file", "module", "thread"}[o->by]);
+	if (o->threshold_pct > 0)
+		fprintf(out, "; changes within %.2f%% of the base total are unchanged",
+			o->threshold_pct);
+	fprintf(out, "\n\n%-9s  %8s  %8s  %12s  %12s  %12s  %8s  %s\n", "Status", "Base #", "New #",
+		"Base time", "New time", "Delta", "Delta %", "Name");
+	size_t shown = o->limit && o->limit < n ? o->limit : n;
+	err = 0;
+	for (size_t i = 0; i < shown && !err; i++) {
+		const struct sp_drow *d = &rows[i];
+		double delta = d->new_ns - d->base_ns;
+		if (d->change == SP_ADDED)
+			snprintf(p, sizeof(p), "new");
+		else if (d->base_ns > 0)
+			snprintf(p, sizeof(p), "%+.2f%%", delta * 100.0 / d->base_ns);
+		else
+			snprintf(p, sizeof(p), "-");
+		fprintf(out, "%-9s  %8.0f  %8.0f  %12s  %12s  %12s  %8s  ",
+			sp_change_names[d->change], d->base_n, d->new_n,
+			sp_textfmt_time(t1, sizeof(t1), (uint64_t)llround(d->base_ns)),
+			sp_textfmt_time(t2, sizeof(t2), (uint64_t)llround(d->new_ns)),
+			sp_textfmt_delta(t3, sizeof(t3), (int64_t)llround(delta)), p);
+		sp_put_name(out, d->name);
+		putc('\n', out);
+		err = sp_textfmt_out_error(out);
+	}
+	if (!err) {
+		fprintf(out, "\n");
+		for (int c = 0; c < 5; c++)
+			fprintf(out, "%s%s %zu", c ? ", " : "", sp_change_names[c], counts[c]);
+		fprintf(out, "\n");
+		err = sp_textfmt_out_error(out);
+	}
+out:
+	sp_rollup_release(&rb);
+	sp_rollup_release(&rn);
+	free(rows);
+	return err;
+}

@@ -1,0 +1,675 @@
+/*
+ * model.c - symbolize a raw profile once and merge its stacks.
+ *
+ * The work is organised around three caches so that nothing is done per
+ * sample that can be done per distinct thing:
+ *   - each distinct (PC, is-return-address) is symbolized once (pc cache);
+ *   - each distinct (thread root, range node, raw stack) becomes a model
+ *     stack once (path cache), so the per-sample cost is one hash lookup;
+ *   - frames and stacks are interned by content, so identical stacks merge
+ *     even when they came from different raw stacks.
+ */
+#include "model.h"
+#include "htab.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A growable array of uint32_t. */
+struct sp_u32v {
+	uint32_t *v;
+	size_t n, cap;
+};
+
+static int sp_u32v_push(struct sp_u32v *a, uint32_t x)
+{
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 256;
+		uint32_t *v = realloc(a->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		a->v = v;
+		a->cap = cap;
+	}
+	a->v[a->n++] = x;
+	return 0;
+}
+
+/* Grows *arr (of elem bytes each) so that index n fits. */
+static int sp_grow(void **arr, size_t *cap, size_t n, size_t elem)
+{
+	if (n < *cap)
+		return 0;
+	size_t c = *cap ? *cap * 2 : 64;
+	while (c <= n)
+		c *= 2;
+	void *p = realloc(*arr, c * elem);
+	if (!p)
+		return -ENOMEM;
+	/* new slots start zeroed: several users treat 0 as "not made yet" */
+	memset((char *)p + *cap * elem, 0, (c - *cap) * elem);
+	*arr = p;
+	*cap = c;
+	return 0;
+}
+
+struct sp_pcent {
+	uint64_t pc;
+	bool ret;
+	uint32_t loc; /* index into locs */
+};
+
+/* The path cache key: what fully determines a sample's model stack. */
+struct sp_pathent {
+	uint32_t thread; /* thread index + 1 when per-thread roots are on, else 0 */
+	uint32_t range;
+	uint32_t raw;	/* raw stack id */
+	uint32_t stack; /* model stack index */
+};
+
+struct sp_builder {
+	struct sp_model *m;
+	const struct sp_model_opts *o;
+
+	size_t frames_cap, stacks_cap, locs_cap, threads_cap, strs_cap;
+	char **strs; /* strings the model owns (thread and range labels) */
+	size_t n_strs;
+
+	struct sp_htab frame_idx;
+	struct sp_htab stack_idx;
+	struct sp_htab pc_idx;
+	struct sp_htab path_idx;
+	struct sp_htab tid_idx;
+
+	struct sp_pcent *pcs;
+	size_t n_pcs, pcs_cap;
+	struct sp_pathent *paths;
+	size_t n_paths, paths_cap;
+
+	/* Frame ids of all stacks and locations; pointers are fixed up at the end
+	 * because the pools move while they grow. */
+	struct sp_u32v pool;
+	size_t *stack_off; /* per stack: offset of its frames, then its locs, in pool */
+	size_t *loc_off;
+	size_t stack_off_cap, loc_off_cap;
+
+	struct sp_u32v cur;	 /* the stack being assembled: frame ids */
+	struct sp_u32v cur_locs; /* and its locations (+1, 0 for synthetic) */
+
+	const struct sp_mframe *probe_frame; /* lookup keys for the eq callbacks */
+	const uint32_t *probe_ids;
+	size_t probe_n;
+	struct sp_pcent probe_pc;
+	struct sp_pathent probe_path;
+	int32_t probe_tid;
+
+	uint32_t *range_frame;	 /* per raw range id: model frame, or UINT32_MAX if not made yet */
+	signed char *range_keep; /* per raw range id: -1 unknown, 0 no, 1 inside opts->range */
+	uint32_t *thread_frame;	 /* per thread index: model frame + 1 */
+	size_t thread_frame_cap;
+	uint32_t trunc_frame, unknown_frame; /* + 1, 0 until made */
+};
+
+static bool sp_str_eq(const char *a, const char *b)
+{
+	if (!a || !b)
+		return a == b;
+	return a == b || !strcmp(a, b);
+}
+
+static uint64_t sp_frame_hash(const struct sp_mframe *f)
+{
+	uint64_t h = sp_hash_str(SP_HASH_SEED, f->func);
+	h = sp_hash_str(h, f->file);
+	h = sp_hash_str(h, f->module);
+	return sp_hash_u64(h, ((uint64_t)f->line << 32) ^ (uint32_t)f->kind);
+}
+
+static bool sp_frame_eq(const void *ctx, uint32_t idx)
+{
+	const struct sp_builder *b = ctx;
+	const struct sp_mframe *x = &b->m->frames[idx], *y = b->probe_frame;
+	return x->line == y->line && x->kind == y->kind && sp_str_eq(x->func, y->func) &&
+	       sp_str_eq(x->file, y->file) && sp_str_eq(x->module, y->module);
+}
+
+/* Interns f (its strings must outlive the model); returns the frame id or -errno. */
+static int64_t sp_frame_intern(struct sp_builder *b, const struct sp_mframe *f)
+{
+	uint64_t h = sp_frame_hash(f);
+	b->probe_frame = f;
+	int64_t id = sp_htab_find(&b->frame_idx, h, sp_frame_eq, b);
+	if (id >= 0)
+		return id;
+	struct sp_model *m = b->m;
+	if (sp_grow((void **)&m->frames, &b->frames_cap, m->n_frames, sizeof(*m->frames)))
+		return -ENOMEM;
+	m->frames[m->n_frames] = *f;
+	if (sp_htab_insert(&b->frame_idx, h, (uint32_t)m->n_frames))
+		return -ENOMEM;
+	return (int64_t)m->n_frames++;
+}
+
+/* Takes ownership of s (freed with the model). Returns s, or NULL on failure. */
+static char *sp_model_own(struct sp_builder *b, char *s)
+{
+	if (!s)
+		return NULL;
+	if (sp_grow((void **)&b->strs, &b->strs_cap, b->n_strs, sizeof(*b->strs))) {
+		free(s);
+		return NULL;
+	}
+	b->strs[b->n_strs++] = s;
+	return s;
+}
+
+static int64_t sp_synth_frame(struct sp_builder *b, const char *func, int kind)
+{
+	struct sp_mframe f = {.func = func, .kind = kind};
+	return sp_frame_intern(b, &f);
+}
+
+static const char *sp_basename(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
+
+static int sp_add_modules(struct sp_builder *b)
+{
+	const struct sp_profile *p = b->m->prof;
+	struct sp_symbolizer *sym = b->m->sym;
+	char alt[4096];
+	for (size_t i = 0; i < p->n_modules; i++) {
+		const struct sp_prof_module *mod = &p->modules[i];
+		const char *path = mod->path ? mod->path : "";
+		int rc;
+		if (mod->image && mod->image_len) {
+			rc = sp_symbolizer_add_image(sym, sp_basename(path), mod->image,
+						     mod->image_len, mod->start, mod->end,
+						     mod->bias);
+		} else {
+			/* a profile copied off the machine it was taken on: look for
+			 * the binaries where the user keeps them */
+			if (b->o->search_dir && access(path, R_OK) != 0) {
+				int n = snprintf(alt, sizeof(alt), "%s/%s", b->o->search_dir,
+						 sp_basename(path));
+				if (n > 0 && (size_t)n < sizeof(alt) && access(alt, R_OK) == 0)
+					path = alt;
+			}
+			rc = sp_symbolizer_add_module(sym, path, mod->start, mod->end, mod->bias,
+						      mod->build_id, mod->build_id_len);
+		}
+		if (rc == -ENOMEM)
+			return rc;
+	}
+	for (size_t i = 0; i < p->n_jits; i++) {
+		const struct sp_prof_jit *j = &p->jits[i];
+		int rc = sp_symbolizer_add_jit(sym, j->start, j->size, j->name ? j->name : "");
+		if (rc == -ENOMEM)
+			return rc;
+	}
+	return 0;
+}
+
+static bool sp_tid_eq(const void *ctx, uint32_t idx)
+{
+	const struct sp_builder *b = ctx;
+	return b->m->threads[idx].tid == b->probe_tid;
+}
+
+/* Returns the thread index for tid, adding an unnamed thread if new; -errno. */
+static int64_t sp_thread_index(struct sp_builder *b, int32_t tid)
+{
+	uint64_t h = sp_hash_u64(SP_HASH_SEED, (uint32_t)tid);
+	b->probe_tid = tid;
+	int64_t i = sp_htab_find(&b->tid_idx, h, sp_tid_eq, b);
+	if (i >= 0)
+		return i;
+	struct sp_model *m = b->m;
+	if (sp_grow((void **)&m->threads, &b->threads_cap, m->n_threads, sizeof(*m->threads)))
+		return -ENOMEM;
+	m->threads[m->n_threads] = (struct sp_mthread){.tid = tid, .name = ""};
+	if (sp_htab_insert(&b->tid_idx, h, (uint32_t)m->n_threads))
+		return -ENOMEM;
+	return (int64_t)m->n_threads++;
+}
+
+static int sp_add_threads(struct sp_builder *b)
+{
+	const struct sp_profile *p = b->m->prof;
+	for (size_t i = 0; i < p->n_threads; i++) {
+		int64_t t = sp_thread_index(b, p->threads[i].tid);
+		if (t < 0)
+			return (int)t;
+		/* a thread renamed later (pthread_setname_np) keeps its last name */
+		if (p->threads[i].name && p->threads[i].name[0])
+			b->m->threads[t].name = p->threads[i].name;
+	}
+	return 0;
+}
+
+static bool sp_tid_wanted(const struct sp_model_opts *o, int32_t tid)
+{
+	if (!o->n_tids)
+		return true;
+	for (size_t i = 0; i < o->n_tids; i++)
+		if (o->tids[i] == tid)
+			return true;
+	return false;
+}
+
+/* Whether range node id or one of its parents is named o->range. */
+static bool sp_range_wanted(struct sp_builder *b, uint32_t id)
+{
+	const struct sp_profile *p = b->m->prof;
+	if (!b->o->range)
+		return true;
+	uint32_t depth = 0;
+	for (uint32_t r = id; r && r <= p->n_ranges; r = p->ranges[r - 1].parent) {
+		const char *name = p->ranges[r - 1].name;
+		if (b->range_keep[r] == 1 || (name && !strcmp(name, b->o->range))) {
+			b->range_keep[id] = 1;
+			return true;
+		}
+		if (b->range_keep[r] == 0)
+			break;
+		/* a corrupt parent chain must not loop forever */
+		if (++depth > p->n_ranges)
+			break;
+	}
+	b->range_keep[id] = 0;
+	return false;
+}
+
+static bool sp_pc_eq(const void *ctx, uint32_t idx)
+{
+	const struct sp_builder *b = ctx;
+	return b->pcs[idx].pc == b->probe_pc.pc && b->pcs[idx].ret == b->probe_pc.ret;
+}
+
+/* Symbolizes pc once; returns the location index or -errno. */
+static int64_t sp_pc_loc(struct sp_builder *b, uint64_t pc, bool ret)
+{
+	uint64_t h = sp_hash_u64(SP_HASH_SEED + ret, pc);
+	b->probe_pc.pc = pc;
+	b->probe_pc.ret = ret;
+	int64_t i = sp_htab_find(&b->pc_idx, h, sp_pc_eq, b);
+	if (i >= 0)
+		return b->pcs[i].loc;
+
+	struct sp_model *m = b->m;
+	const struct sp_frame *fr;
+	int n = sp_symbolizer_lookup(m->sym, pc, ret, &fr);
+	if (n < 0)
+		return n;
+	if (sp_grow((void **)&m->locs, &b->locs_cap, m->n_locs, sizeof(*m->locs)) ||
+	    sp_grow((void **)&b->loc_off, &b->loc_off_cap, m->n_locs, sizeof(*b->loc_off)))
+		return -ENOMEM;
+	struct sp_mloc *loc = &m->locs[m->n_locs];
+	loc->addr = pc;
+	loc->module = -1;
+	loc->n = (uint32_t)(n > 0 ? n : 1);
+	loc->frames = NULL;
+	b->loc_off[m->n_locs] = b->pool.n;
+	/* the symbolizer gives the innermost inlined frame first; stacks are root first */
+	for (int k = n - 1; k >= 0; k--) {
+		struct sp_mframe f = {
+		    .func = fr[k].func ? fr[k].func : "[unknown]",
+		    .file = fr[k].file,
+		    .line = fr[k].line,
+		    .module = fr[k].module,
+		    .offset = fr[k].offset,
+		    .kind = (int)fr[k].kind,
+		};
+		int64_t id = sp_frame_intern(b, &f);
+		if (id < 0 || sp_u32v_push(&b->pool, (uint32_t)id))
+			return -ENOMEM;
+	}
+	if (n == 0) {
+		int64_t id = sp_synth_frame(b, "[unknown]", SP_FRAME_UNKNOWN);
+		if (id < 0 || sp_u32v_push(&b->pool, (uint32_t)id))
+			return -ENOMEM;
+	}
+
+	if (sp_grow((void **)&b->pcs, &b->pcs_cap, b->n_pcs, sizeof(*b->pcs)))
+		return -ENOMEM;
+	b->pcs[b->n_pcs] = (struct sp_pcent){.pc = pc, .ret = ret, .loc = (uint32_t)m->n_locs};
+	if (sp_htab_insert(&b->pc_idx, h, (uint32_t)b->n_pcs))
+		return -ENOMEM;
+	b->n_pcs++;
+	return (int64_t)m->n_locs++;
+}
+
+static int sp_push_frame(struct sp_builder *b, uint32_t frame, uint32_t loc1)
+{
+	if (sp_u32v_push(&b->cur, frame) || sp_u32v_push(&b->cur_locs, loc1))
+		return -ENOMEM;
+	return 0;
+}
+
+static int sp_push_ranges(struct sp_builder *b, uint32_t id, uint32_t depth)
+{
+	const struct sp_profile *p = b->m->prof;
+	if (!id || id > p->n_ranges || depth > p->n_ranges)
+		return 0;
+	/* outermost first: recurse to the parent before pushing this one */
+	int rc = sp_push_ranges(b, p->ranges[id - 1].parent, depth + 1);
+	if (rc)
+		return rc;
+	if (b->range_frame[id] == UINT32_MAX) {
+		const char *name = p->ranges[id - 1].name;
+		int64_t f =
+		    sp_synth_frame(b, name && name[0] ? name : "[unnamed range]", SP_MFRAME_RANGE);
+		if (f < 0)
+			return (int)f;
+		b->range_frame[id] = (uint32_t)f;
+	}
+	return sp_push_frame(b, b->range_frame[id], 0);
+}
+
+static uint64_t sp_ids_hash(const uint32_t *ids, size_t n)
+{
+	return sp_hash_bytes(SP_HASH_SEED, ids, n * sizeof(*ids));
+}
+
+static bool sp_stack_eq(const void *ctx, uint32_t idx)
+{
+	const struct sp_builder *b = ctx;
+	size_t off = b->stack_off[idx];
+	return b->m->stacks[idx].n == b->probe_n &&
+	       !memcmp(b->pool.v + off, b->probe_ids, b->probe_n * sizeof(uint32_t));
+}
+
+/* Interns b->cur as a model stack; returns its index or -errno. */
+static int64_t sp_stack_intern(struct sp_builder *b)
+{
+	uint64_t h = sp_ids_hash(b->cur.v, b->cur.n);
+	b->probe_ids = b->cur.v;
+	b->probe_n = b->cur.n;
+	int64_t i = sp_htab_find(&b->stack_idx, h, sp_stack_eq, b);
+	if (i >= 0)
+		return i;
+	struct sp_model *m = b->m;
+	if (sp_grow((void **)&m->stacks, &b->stacks_cap, m->n_stacks, sizeof(*m->stacks)) ||
+	    sp_grow((void **)&b->stack_off, &b->stack_off_cap, m->n_stacks, sizeof(size_t)))
+		return -ENOMEM;
+	b->stack_off[m->n_stacks] = b->pool.n;
+	for (size_t k = 0; k < b->cur.n; k++)
+		if (sp_u32v_push(&b->pool, b->cur.v[k]))
+			return -ENOMEM;
+	for (size_t k = 0; k < b->cur.n; k++)
+		if (sp_u32v_push(&b->pool, b->cur_locs.v[k]))
+			return -ENOMEM;
+	m->stacks[m->n_stacks] = (struct sp_mstack){.n = (uint32_t)b->cur.n};
+	if (sp_htab_insert(&b->stack_idx, h, (uint32_t)m->n_stacks))
+		return -ENOMEM;
+	return (int64_t)m->n_stacks++;
+}
+
+/* Builds the model stack for (thread, range, raw stack) into b->cur and interns it. */
+static int64_t sp_make_stack(struct sp_builder *b, uint32_t thread, uint32_t range,
+			     const struct sp_prof_stack *raw)
+{
+	struct sp_model *m = b->m;
+	b->cur.n = 0;
+	b->cur_locs.n = 0;
+	int rc;
+
+	if (b->o->per_thread) {
+		if (!b->thread_frame[thread]) {
+			char tmp[256];
+			char *label =
+			    strdup(sp_model_thread_label(&m->threads[thread], tmp, sizeof(tmp)));
+			if (!sp_model_own(b, label))
+				return -ENOMEM;
+			int64_t f = sp_synth_frame(b, label, SP_MFRAME_THREAD);
+			if (f < 0)
+				return f;
+			b->thread_frame[thread] = (uint32_t)f + 1;
+		}
+		if ((rc = sp_push_frame(b, b->thread_frame[thread] - 1, 0)))
+			return rc;
+	}
+	if (!b->o->no_ranges && (rc = sp_push_ranges(b, range, 0)))
+		return rc;
+	if (raw && (raw->flags & SP_STACK_TRUNCATED)) {
+		if (!b->trunc_frame) {
+			int64_t f = sp_synth_frame(b, "[truncated]", SP_MFRAME_TRUNC);
+			if (f < 0)
+				return f;
+			b->trunc_frame = (uint32_t)f + 1;
+		}
+		if ((rc = sp_push_frame(b, b->trunc_frame - 1, 0)))
+			return rc;
+	}
+	uint32_t depth = raw ? raw->depth : 0;
+	for (uint32_t i = depth; i-- > 0;) {
+		/* pcs[0] is where the thread was interrupted; the rest return addresses */
+		int64_t loc = sp_pc_loc(b, raw->pcs[i], i != 0);
+		if (loc < 0)
+			return loc;
+		size_t off = b->loc_off[loc];
+		for (uint32_t k = 0; k < m->locs[loc].n; k++)
+			if ((rc = sp_push_frame(b, b->pool.v[off + k], (uint32_t)loc + 1)))
+				return rc;
+	}
+	if (b->cur.n == 0 || depth == 0) {
+		/* a sample with no frames still counts: show where time went missing */
+		if (!b->unknown_frame) {
+			int64_t f = sp_synth_frame(b, "[unknown]", SP_FRAME_UNKNOWN);
+			if (f < 0)
+				return f;
+			b->unknown_frame = (uint32_t)f + 1;
+		}
+		if ((rc = sp_push_frame(b, b->unknown_frame - 1, 0)))
+			return rc;
+	}
+	return sp_stack_intern(b);
+}
+
+static bool sp_path_eq(const void *ctx, uint32_t idx)
+{
+	const struct sp_builder *b = ctx;
+	const struct sp_pathent *x = &b->paths[idx], *y = &b->probe_path;
+	return x->thread == y->thread && x->range == y->range && x->raw == y->raw;
+}
+
+static int64_t sp_sample_stack(struct sp_builder *b, uint32_t thread,
+			       const struct sp_prof_sample *s)
+{
+	struct sp_pathent key = {
+	    .thread = b->o->per_thread ? thread + 1 : 0,
+	    .range = b->o->no_ranges ? 0 : s->range,
+	    .raw = s->stack,
+	};
+	uint64_t h =
+	    sp_hash_u64(sp_hash_u64(sp_hash_u64(SP_HASH_SEED, key.thread), key.range), key.raw);
+	b->probe_path = key;
+	int64_t i = sp_htab_find(&b->path_idx, h, sp_path_eq, b);
+	if (i >= 0)
+		return b->paths[i].stack;
+	int64_t st = sp_make_stack(b, thread, key.range, sp_profile_stack(b->m->prof, s->stack));
+	if (st < 0)
+		return st;
+	if (sp_grow((void **)&b->paths, &b->paths_cap, b->n_paths, sizeof(*b->paths)))
+		return -ENOMEM;
+	key.stack = (uint32_t)st;
+	b->paths[b->n_paths] = key;
+	if (sp_htab_insert(&b->path_idx, h, (uint32_t)b->n_paths))
+		return -ENOMEM;
+	b->n_paths++;
+	return st;
+}
+
+/* Sets frames, locs and module pointers once the pools stopped moving. */
+static void sp_model_fixup(struct sp_builder *b)
+{
+	struct sp_model *m = b->m;
+	const struct sp_profile *p = m->prof;
+	for (size_t i = 0; i < m->n_stacks; i++) {
+		m->stacks[i].frames = b->pool.v + b->stack_off[i];
+		m->stacks[i].locs = b->pool.v + b->stack_off[i] + m->stacks[i].n;
+	}
+	for (size_t i = 0; i < m->n_locs; i++) {
+		struct sp_mloc *l = &m->locs[i];
+		l->frames = b->pool.v + b->loc_off[i];
+		for (size_t k = 0; k < p->n_modules; k++)
+			if (l->addr >= p->modules[k].start && l->addr < p->modules[k].end) {
+				l->module = (int32_t)k;
+				break;
+			}
+	}
+}
+
+struct sp_model *sp_model_build(const struct sp_profile *prof, const struct sp_model_opts *opts)
+{
+	static const struct sp_model_opts defaults;
+	struct sp_builder b;
+	int err = -ENOMEM;
+	memset(&b, 0, sizeof(b));
+	b.o = opts ? opts : &defaults;
+	b.m = calloc(1, sizeof(*b.m));
+	if (!b.m)
+		goto out;
+	struct sp_model *m = b.m;
+	m->prof = prof;
+	m->sym = sp_symbolizer_new(b.o->sym_flags);
+	b.range_frame = malloc((prof->n_ranges + 1) * sizeof(*b.range_frame));
+	b.range_keep = malloc(prof->n_ranges + 1);
+	if (!m->sym || !b.range_frame || !b.range_keep)
+		goto out;
+	memset(b.range_frame, 0xff, (prof->n_ranges + 1) * sizeof(*b.range_frame));
+	memset(b.range_keep, -1, prof->n_ranges + 1);
+
+	if ((err = sp_add_modules(&b)) || (err = sp_add_threads(&b)))
+		goto out;
+	err = -ENOMEM;
+	m->samples = malloc((prof->n_samples ? prof->n_samples : 1) * sizeof(*m->samples));
+	if (!m->samples)
+		goto out;
+
+	for (size_t i = 0; i < prof->n_samples; i++) {
+		const struct sp_prof_sample *s = &prof->samples[i];
+		if (!sp_tid_wanted(b.o, s->tid))
+			continue;
+		if (s->range > prof->n_ranges)
+			continue; /* a corrupt record: there is no such range */
+		if (b.o->range && !sp_range_wanted(&b, s->range))
+			continue;
+		int64_t t = sp_thread_index(&b, s->tid);
+		if (t < 0 || sp_grow((void **)&b.thread_frame, &b.thread_frame_cap, m->n_threads,
+				     sizeof(*b.thread_frame))) {
+			err = -ENOMEM;
+			goto out;
+		}
+		int64_t st = sp_sample_stack(&b, (uint32_t)t, s);
+		if (st < 0) {
+			err = (int)st;
+			goto out;
+		}
+		m->stacks[st].weight_ns += s->weight_ns;
+		m->stacks[st].samples++;
+		m->threads[t].weight_ns += s->weight_ns;
+		m->threads[t].samples++;
+		m->total_weight_ns += s->weight_ns;
+		m->total_samples++;
+		m->samples[m->n_samples++] = (struct sp_msample){
+		    .thread = (uint32_t)t,
+		    .stack = (uint32_t)st,
+		    .range = s->range,
+		    .time_ns = s->time_ns,
+		    .weight_ns = s->weight_ns,
+		};
+	}
+	sp_model_fixup(&b);
+	m->pool_ = b.pool.v;
+	b.pool.v = NULL;
+	m->strs_ = b.strs;
+	m->n_strs_ = b.n_strs;
+	b.strs = NULL;
+	b.n_strs = 0;
+	err = 0;
+out:
+	for (size_t i = 0; i < b.n_strs; i++)
+		free(b.strs[i]);
+	free(b.strs);
+	sp_htab_release(&b.frame_idx);
+	sp_htab_release(&b.stack_idx);
+	sp_htab_release(&b.pc_idx);
+	sp_htab_release(&b.path_idx);
+	sp_htab_release(&b.tid_idx);
+	free(b.pcs);
+	free(b.paths);
+	free(b.pool.v);
+	free(b.stack_off);
+	free(b.loc_off);
+	free(b.cur.v);
+	free(b.cur_locs.v);
+	free(b.range_frame);
+	free(b.range_keep);
+	free(b.thread_frame);
+	if (err) {
+		sp_model_free(b.m);
+		errno = -err;
+		return NULL;
+	}
+	return b.m;
+}
+
+void sp_model_free(struct sp_model *m)
+{
+	if (!m)
+		return;
+	sp_symbolizer_free(m->sym);
+	for (size_t i = 0; i < m->n_strs_; i++)
+		free(m->strs_[i]);
+	free(m->strs_);
+	free(m->pool_);
+	free(m->frames);
+	free(m->stacks);
+	free(m->samples);
+	free(m->threads);
+	free(m->locs);
+	free(m);
+}
+
+int sp_model_parse_tids(const char *s, int32_t **tids, size_t *n)
+{
+	size_t cap = 1;
+	for (const char *p = s; *p; p++)
+		cap += *p == ',';
+	int32_t *v = malloc(cap * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	size_t k = 0;
+	const char *p = s;
+	for (;;) {
+		char *end;
+		errno = 0;
+		long t = strtol(p, &end, 10);
+		if (end == p || errno || t <= 0 || t > INT32_MAX || (*end && *end != ',')) {
+			free(v);
+			return -EINVAL;
+		}
+		v[k++] = (int32_t)t;
+		if (!*end)
+			break;
+		p = end + 1;
+	}
+	*tids = v;
+	*n = k;
+	return 0;
+}
+
+char *sp_model_thread_label(const struct sp_mthread *t, char *out, size_t len)
+{
+	if (t->name && t->name[0])
+		snprintf(out, len, "%s-%d", t->name, (int)t->tid);
+	else
+		snprintf(out, len, "%d", (int)t->tid);
+	return out;
+}

@@ -1,0 +1,127 @@
+/*
+ * model.h - a profile after symbolization: interned frames, merged stacks,
+ * samples and threads. Every output format is written from this.
+ *
+ * Building a model resolves each distinct PC of the raw profile once, expands
+ * inlined frames into frames of their own, puts named ranges (the
+ * record_function analogue) above the native stack and, on request, the
+ * thread as the root. Stacks are stored root first and merged: two samples
+ * whose frames are identical share one stack.
+ *
+ * Strings in frames are borrowed from the symbolizer and the model; they live
+ * until sp_model_free(). Not async-signal-safe.
+ */
+#ifndef SP_EXPORT_MODEL_H
+#define SP_EXPORT_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profile.h"
+#include "symbolize.h"
+
+/* Frame kinds beyond the symbolizer's enum sp_frame_kind. */
+#define SP_MFRAME_RANGE	 100 /* a named range: func is the range name */
+#define SP_MFRAME_THREAD 101 /* a per-thread root: func is "name-tid" */
+#define SP_MFRAME_TRUNC	 102 /* marks a stack cut at max depth: func is "[truncated]" */
+
+struct sp_mframe {
+	const char *func;
+	const char *file; /* NULL if unknown */
+	unsigned line;
+	const char *module; /* basename, NULL if none */
+	uint64_t offset;
+	int kind; /* enum sp_frame_kind or SP_MFRAME_* */
+};
+
+struct sp_mstack {
+	uint32_t n;
+	uint32_t *frames; /* indexes into model->frames, root first */
+	uint32_t *locs;	  /* parallel to frames: model->locs index + 1, 0 for range/thread/trunc */
+	uint64_t weight_ns;
+	uint64_t samples;
+};
+
+/*
+ * One distinct raw address and the frames it resolved to (several when code
+ * was inlined there). pprof wants these as its Locations. When two raw
+ * stacks merge into one model stack, the stack keeps the locations of the
+ * first one seen.
+ */
+struct sp_mloc {
+	uint64_t addr;	  /* as recorded: return addresses are not adjusted */
+	int32_t module;	  /* index into prof->modules, -1 when in none */
+	uint32_t n;	  /* frames at this address */
+	uint32_t *frames; /* model->frames indexes, outermost (the real function) first */
+};
+
+struct sp_msample {
+	uint32_t thread; /* index into model->threads */
+	uint32_t stack;	 /* index into model->stacks */
+	uint32_t range;	 /* raw range id, 0 for none */
+	uint64_t time_ns;
+	uint64_t weight_ns;
+};
+
+struct sp_mthread {
+	int32_t tid;
+	const char *name; /* "" if the thread was never named */
+	uint64_t weight_ns;
+	uint64_t samples;
+};
+
+struct sp_model_opts {
+	unsigned sym_flags;  /* SP_SYM_* */
+	bool per_thread;     /* root every stack at a thread frame */
+	bool no_ranges;	     /* leave named ranges out */
+	const int32_t *tids; /* keep only these threads (n_tids > 0) */
+	size_t n_tids;
+	const char *range;	/* keep only samples inside a range of this name */
+	const char *search_dir; /* extra directory to look for modules by basename */
+};
+
+/* Samples of a filtered-out thread or range are dropped before anything is
+ * counted: totals, threads and stacks describe what was kept. */
+
+struct sp_model {
+	const struct sp_profile *prof; /* borrowed */
+	struct sp_symbolizer *sym;     /* owned */
+	struct sp_mframe *frames;
+	size_t n_frames;
+	struct sp_mstack *stacks;
+	size_t n_stacks;
+	struct sp_msample *samples; /* in profile order */
+	size_t n_samples;
+	struct sp_mthread *threads;
+	size_t n_threads;
+	struct sp_mloc *locs;
+	size_t n_locs;
+	uint64_t total_weight_ns;
+	uint64_t total_samples;
+
+	/* private to model.c */
+	uint32_t *pool_;
+	char **strs_;
+	size_t n_strs_;
+};
+
+/*
+ * Symbolizes and aggregates prof. prof must outlive the model. Returns NULL
+ * with errno set on failure (allocation). Problems finding binaries are not
+ * failures: see sp_symbolizer_warnings(model->sym).
+ */
+struct sp_model *sp_model_build(const struct sp_profile *prof, const struct sp_model_opts *opts);
+
+void sp_model_free(struct sp_model *m);
+
+/*
+ * Parses a thread list "TID[,TID...]" into a malloc'd array (the caller frees
+ * *tids). 0 or -EINVAL (a value that is not a positive tid), -ENOMEM.
+ */
+int sp_model_parse_tids(const char *s, int32_t **tids, size_t *n);
+
+/* Thread label "name-tid", or "tid" when unnamed, into out; returns out. */
+char *sp_model_thread_label(const struct sp_mthread *t, char *out, size_t len);
+
+#endif

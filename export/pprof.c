@@ -1,0 +1,371 @@
+#include "pprof.h"
+#include "buf.h"
+#include "htab.h"
+#include "label.h"
+#include "textfmt.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+/* profile.proto field numbers */
+enum {
+	PB_PROFILE_SAMPLE_TYPE = 1,
+	PB_PROFILE_SAMPLE = 2,
+	PB_PROFILE_MAPPING = 3,
+	PB_PROFILE_LOCATION = 4,
+	PB_PROFILE_FUNCTION = 5,
+	PB_PROFILE_STRING_TABLE = 6,
+	PB_PROFILE_TIME_NANOS = 9,
+	PB_PROFILE_DURATION_NANOS = 10,
+	PB_PROFILE_PERIOD_TYPE = 11,
+	PB_PROFILE_PERIOD = 12,
+	PB_PROFILE_COMMENT = 13,
+	PB_PROFILE_DEFAULT_SAMPLE_TYPE = 14,
+};
+
+#define PB_VARINT 0
+#define PB_LEN	  2
+
+static void pb_tag(struct sp_buf *b, unsigned field, unsigned wire)
+{
+	sp_buf_put_uleb(b, ((uint64_t)field << 3) | wire);
+}
+
+static void pb_varint(struct sp_buf *b, unsigned field, uint64_t v)
+{
+	pb_tag(b, field, PB_VARINT);
+	sp_buf_put_uleb(b, v);
+}
+
+static void pb_bytes(struct sp_buf *b, unsigned field, const void *p, size_t n)
+{
+	pb_tag(b, field, PB_LEN);
+	sp_buf_put_uleb(b, n);
+	sp_buf_put_bytes(b, p, n);
+}
+
+/* Appends the finished submessage sub as field of b, and empties sub. */
+static void pb_message(struct sp_buf *b, unsigned field, struct sp_buf *sub)
+{
+	pb_bytes(b, field, sub->data, sub->len);
+	if (sub->oom)
+		b->oom = true;
+	sp_buf_reset(sub);
+}
+
+struct sp_pp {
+	const struct sp_model *m;
+	struct sp_labels *strs;	 /* the string table: id = index */
+	struct sp_labels *funcs; /* "name\x1ffile" -> function id - 1 */
+	struct sp_buf body, sub, sub2, packed;
+	uint32_t *fid;	 /* per model frame: function id */
+	uint32_t *synth; /* per model frame: location id of its address-less location, or 0 */
+	uint32_t next_synth;
+	bool oom;
+};
+
+static int64_t sp_pp_str(struct sp_pp *p, const char *s)
+{
+	int64_t id = sp_labels_intern(p->strs, s ? s : "", s ? strlen(s) : 0);
+	if (id < 0)
+		p->oom = true;
+	return id < 0 ? 0 : id;
+}
+
+static void sp_pp_value_type(struct sp_pp *p, unsigned field, const char *type, const char *unit)
+{
+	pb_varint(&p->sub, 1, (uint64_t)sp_pp_str(p, type));
+	pb_varint(&p->sub, 2, (uint64_t)sp_pp_str(p, unit));
+	pb_message(&p->body, field, &p->sub);
+}
+
+/* Function ids for every frame, writing each Function once. */
+static void sp_pp_functions(struct sp_pp *p)
+{
+	const struct sp_model *m = p->m;
+	struct sp_buf key;
+	sp_buf_init(&key);
+	for (size_t i = 0; i < m->n_frames && !p->oom; i++) {
+		const struct sp_mframe *f = &m->frames[i];
+		const char *file = f->kind < SP_MFRAME_RANGE && f->file ? f->file : "";
+		sp_buf_reset(&key);
+		sp_buf_put_bytes(&key, f->func, strlen(f->func));
+		sp_buf_put_u8(&key, 0x1f);
+		sp_buf_put_bytes(&key, file, strlen(file));
+		size_t before = sp_labels_count(p->funcs);
+		int64_t id =
+		    key.oom ? -ENOMEM : sp_labels_intern(p->funcs, (const char *)key.data, key.len);
+		if (id < 0) {
+			p->oom = true;
+			break;
+		}
+		p->fid[i] = (uint32_t)id + 1;
+		if ((size_t)id < before)
+			continue;
+		int64_t name = sp_pp_str(p, f->func);
+		pb_varint(&p->sub, 1, p->fid[i]);
+		pb_varint(&p->sub, 2, (uint64_t)name);
+		pb_varint(&p->sub, 3, (uint64_t)name);
+		pb_varint(&p->sub, 4, (uint64_t)sp_pp_str(p, file));
+		pb_message(&p->body, PB_PROFILE_FUNCTION, &p->sub);
+	}
+	sp_buf_release(&key);
+}
+
+static void sp_pp_mappings(struct sp_pp *p)
+{
+	const struct sp_profile *prof = p->m->prof;
+	char hex[129];
+	for (size_t i = 0; i < prof->n_modules; i++) {
+		const struct sp_prof_module *mod = &prof->modules[i];
+		size_t n = mod->build_id_len < 64 ? mod->build_id_len : 64;
+		for (size_t k = 0; k < n; k++)
+			snprintf(hex + 2 * k, 3, "%02x", mod->build_id[k]);
+		hex[2 * n] = '\0';
+		pb_varint(&p->sub, 1, i + 1);
+		pb_varint(&p->sub, 2, mod->start);
+		pb_varint(&p->sub, 3, mod->end);
+		/* where the lowest mapping sits in the file: bias + offset = start */
+		pb_varint(&p->sub, 4, mod->start - mod->bias);
+		pb_varint(&p->sub, 5, (uint64_t)sp_pp_str(p, mod->path));
+		pb_varint(&p->sub, 6, (uint64_t)sp_pp_str(p, hex));
+		pb_varint(&p->sub, 7, 1);
+		pb_varint(&p->sub, 8, 1);
+		pb_varint(&p->sub, 9, 1);
+		pb_varint(&p->sub, 10, 1);
+		pb_message(&p->body, PB_PROFILE_MAPPING, &p->sub);
+	}
+}
+
+static void sp_pp_line(struct sp_pp *p, uint32_t frame)
+{
+	pb_varint(&p->sub2, 1, p->fid[frame]);
+	pb_varint(&p->sub2, 2, p->m->frames[frame].line);
+	pb_message(&p->sub, 4, &p->sub2);
+}
+
+static void sp_pp_locations(struct sp_pp *p)
+{
+	const struct sp_model *m = p->m;
+	for (size_t i = 0; i < m->n_locs; i++) {
+		const struct sp_mloc *l = &m->locs[i];
+		pb_varint(&p->sub, 1, i + 1);
+		if (l->module >= 0)
+			pb_varint(&p->sub, 2, (uint64_t)l->module + 1);
+		pb_varint(&p->sub, 3, l->addr);
+		/* the model keeps the real function first; pprof wants the innermost first */
+		for (uint32_t k = l->n; k-- > 0;)
+			sp_pp_line(p, l->frames[k]);
+		pb_message(&p->body, PB_PROFILE_LOCATION, &p->sub);
+	}
+}
+
+/* The address-less location of a range, thread or marker frame, written on first use. */
+static uint32_t sp_pp_synth(struct sp_pp *p, uint32_t frame)
+{
+	if (p->synth[frame])
+		return p->synth[frame];
+	uint32_t id = p->next_synth++;
+	p->synth[frame] = id;
+	pb_varint(&p->sub, 1, id);
+	sp_pp_line(p, frame);
+	pb_message(&p->body, PB_PROFILE_LOCATION, &p->sub);
+	return id;
+}
+
+struct sp_pp_key {
+	uint32_t stack, thread, range;
+	uint64_t count, ns;
+};
+
+struct sp_pp_groups {
+	struct sp_pp_key *v;
+	struct sp_pp_key probe;
+};
+
+static bool sp_pp_key_eq(const void *ctx, uint32_t idx)
+{
+	const struct sp_pp_groups *g = ctx;
+	const struct sp_pp_key *a = &g->v[idx], *b = &g->probe;
+	return a->stack == b->stack && a->thread == b->thread && a->range == b->range;
+}
+
+static void sp_pp_samples(struct sp_pp *p)
+{
+	const struct sp_model *m = p->m;
+	const struct sp_profile *prof = m->prof;
+	struct sp_pp_groups g = {0};
+	struct sp_htab idx;
+	size_t n = 0;
+	uint64_t *ids = NULL;
+	uint32_t max_n = 1;
+	char tid[16];
+	sp_htab_init(&idx);
+	g.v = malloc((m->n_samples ? m->n_samples : 1) * sizeof(*g.v));
+	for (size_t i = 0; i < m->n_stacks; i++)
+		max_n = m->stacks[i].n > max_n ? m->stacks[i].n : max_n;
+	ids = malloc(max_n * sizeof(*ids));
+	if (!g.v || !ids) {
+		p->oom = true;
+		goto out;
+	}
+	/* samples of one stack, thread and range differ only in time: one pprof Sample */
+	for (size_t i = 0; i < m->n_samples; i++) {
+		const struct sp_msample *s = &m->samples[i];
+		g.probe =
+		    (struct sp_pp_key){.stack = s->stack, .thread = s->thread, .range = s->range};
+		uint64_t h = sp_hash_u64(
+		    sp_hash_u64(sp_hash_u64(SP_HASH_SEED, s->stack), s->thread), s->range);
+		int64_t k = sp_htab_find(&idx, h, sp_pp_key_eq, &g);
+		if (k < 0) {
+			k = (int64_t)n;
+			g.v[n++] = g.probe;
+			if (sp_htab_insert(&idx, h, (uint32_t)k)) {
+				p->oom = true;
+				goto out;
+			}
+		}
+		g.v[k].count++;
+		g.v[k].ns += s->weight_ns;
+	}
+	int64_t k_thread = sp_pp_str(p, "thread"), k_tid = sp_pp_str(p, "thread_id"),
+		k_range = sp_pp_str(p, "range");
+	for (size_t i = 0; i < n && !p->oom; i++) {
+		const struct sp_pp_key *key = &g.v[i];
+		const struct sp_mstack *st = &m->stacks[key->stack];
+		size_t nids = 0;
+		/* walk root to leaf one address at a time: a location spans its inlined frames */
+		for (uint32_t f = 0; f < st->n;) {
+			uint32_t loc = st->locs[f];
+			if (!loc) {
+				ids[nids++] = sp_pp_synth(p, st->frames[f]);
+				f++;
+			} else {
+				ids[nids++] = loc;
+				f += m->locs[loc - 1].n;
+			}
+		}
+		sp_buf_reset(&p->packed);
+		for (size_t k = nids; k-- > 0;) /* pprof lists the leaf first */
+			sp_buf_put_uleb(&p->packed, ids[k]);
+		pb_message(&p->sub, 1, &p->packed);
+		sp_buf_put_uleb(&p->packed, key->count);
+		sp_buf_put_uleb(&p->packed, key->ns);
+		pb_message(&p->sub, 2, &p->packed);
+
+		const struct sp_mthread *t = &m->threads[key->thread];
+		snprintf(tid, sizeof(tid), "%d", (int)t->tid);
+		pb_varint(&p->sub2, 1, (uint64_t)k_thread);
+		pb_varint(&p->sub2, 2, (uint64_t)sp_pp_str(p, t->name[0] ? t->name : tid));
+		pb_message(&p->sub, 3, &p->sub2);
+		pb_varint(&p->sub2, 1, (uint64_t)k_tid);
+		pb_varint(&p->sub2, 3, (uint64_t)(int64_t)t->tid);
+		pb_message(&p->sub, 3, &p->sub2);
+		const struct sp_prof_range *r =
+		    key->range ? sp_profile_range(prof, key->range) : NULL;
+		if (r) {
+			pb_varint(&p->sub2, 1, (uint64_t)k_range);
+			pb_varint(&p->sub2, 2, (uint64_t)sp_pp_str(p, r->name));
+			pb_message(&p->sub, 3, &p->sub2);
+		}
+		pb_message(&p->body, PB_PROFILE_SAMPLE, &p->sub);
+	}
+out:
+	sp_htab_release(&idx);
+	free(g.v);
+	free(ids);
+}
+
+/* gzip (windowBits 15 + 16) of data to out. */
+static int sp_gzip(const uint8_t *data, size_t len, FILE *out)
+{
+	z_stream z;
+	unsigned char chunk[65536];
+	memset(&z, 0, sizeof(z));
+	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
+	    Z_OK)
+		return -ENOMEM;
+	z.next_in = (Bytef *)data;
+	z.avail_in = (uInt)len;
+	int rc, err = 0;
+	do {
+		z.next_out = chunk;
+		z.avail_out = sizeof(chunk);
+		rc = deflate(&z, Z_FINISH);
+		if (rc == Z_STREAM_ERROR) {
+			err = -EIO;
+			break;
+		}
+		fwrite(chunk, 1, sizeof(chunk) - z.avail_out, out);
+		if ((err = sp_textfmt_out_error(out)))
+			break;
+	} while (rc != Z_STREAM_END);
+	deflateEnd(&z);
+	return err;
+}
+
+int sp_pprof_write(const struct sp_model *m, FILE *out)
+{
+	struct sp_pp p = {.m = m};
+	struct sp_buf all;
+	int err = -ENOMEM;
+	const struct sp_profile *prof = m->prof;
+	sp_buf_init(&p.body);
+	sp_buf_init(&p.sub);
+	sp_buf_init(&p.sub2);
+	sp_buf_init(&p.packed);
+	sp_buf_init(&all);
+	p.strs = sp_labels_new(NULL);
+	p.funcs = sp_labels_new(NULL);
+	p.fid = calloc(m->n_frames + 1, sizeof(*p.fid));
+	p.synth = calloc(m->n_frames + 1, sizeof(*p.synth));
+	if (!p.strs || !p.funcs || !p.fid || !p.synth)
+		goto out;
+	p.next_synth = (uint32_t)m->n_locs + 1;
+	sp_pp_str(&p, ""); /* string_table[0] must be "" */
+
+	sp_pp_value_type(&p, PB_PROFILE_SAMPLE_TYPE, "samples", "count");
+	sp_pp_value_type(&p, PB_PROFILE_SAMPLE_TYPE, "cpu", "nanoseconds");
+	sp_pp_value_type(&p, PB_PROFILE_PERIOD_TYPE, "cpu", "nanoseconds");
+	uint32_t hz = prof->header.freq_hz;
+	pb_varint(&p.body, PB_PROFILE_PERIOD, hz ? 1000000000ull / hz : 0);
+	pb_varint(&p.body, PB_PROFILE_TIME_NANOS, prof->header.start_realtime_ns);
+	uint64_t last = 0;
+	for (size_t i = 0; i < m->n_samples; i++)
+		last = m->samples[i].time_ns > last ? m->samples[i].time_ns : last;
+	pb_varint(&p.body, PB_PROFILE_DURATION_NANOS, last);
+	if (prof->header.cmdline && prof->header.cmdline[0])
+		pb_varint(&p.body, PB_PROFILE_COMMENT,
+			  (uint64_t)sp_pp_str(&p, prof->header.cmdline));
+	pb_varint(&p.body, PB_PROFILE_DEFAULT_SAMPLE_TYPE, (uint64_t)sp_pp_str(&p, "cpu"));
+
+	sp_pp_mappings(&p);
+	sp_pp_functions(&p);
+	sp_pp_locations(&p);
+	sp_pp_samples(&p);
+	if (p.oom || p.body.oom || p.sub.oom || p.sub2.oom || p.packed.oom)
+		goto out;
+
+	/* the string table goes last: only now is every string known */
+	sp_buf_put_bytes(&all, p.body.data, p.body.len);
+	for (size_t i = 0; i < sp_labels_count(p.strs); i++) {
+		const char *s = sp_labels_text(p.strs, (uint32_t)i);
+		pb_bytes(&all, PB_PROFILE_STRING_TABLE, s, strlen(s));
+	}
+	if (all.oom)
+		goto out;
+	err = sp_gzip(all.data, all.len, out);
+out:
+	sp_buf_release(&p.body);
+	sp_buf_release(&p.sub);
+	sp_buf_release(&p.sub2);
+	sp_buf_release(&p.packed);
+	sp_buf_release(&all);
+	sp_labels_free(p.strs);
+	sp_labels_free(p.funcs);
+	free(p.fid);
+	free(p.synth);
+	return err;
+}

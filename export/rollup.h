@@ -1,0 +1,49 @@
+/*
+ * rollup.h - self and total time per function, file, module or thread.
+ *
+ * The aggregation behind `top` and `diff`: self counts samples whose leaf
+ * frame has the key, total counts samples where any frame has it, once per
+ * sample however often it recurs. Range, thread and "[truncated]" frames
+ * count as functions (named ranges are what record_function users look
+ * for) but have no file or module. Not async-signal-safe.
+ */
+#ifndef SP_EXPORT_ROLLUP_H
+#define SP_EXPORT_ROLLUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+
+enum sp_rollup_by {
+	SP_ROLLUP_FUNCTION = 0,
+	SP_ROLLUP_FILE,	  /* source file; "[module]" or "[unknown]" when there is none */
+	SP_ROLLUP_MODULE, /* module basename; "[jit]" for JIT code, "[unknown]" else */
+	SP_ROLLUP_THREAD, /* "name-tid": self and total are the thread's samples */
+};
+
+struct sp_rollup_row {
+	const char *name; /* borrowed from the model, or owned by the rollup */
+	uint64_t self_ns, total_ns;
+	uint64_t self_samples, total_samples;
+};
+
+struct sp_rollup {
+	struct sp_rollup_row *rows; /* in first-seen order */
+	size_t n_rows;
+	uint64_t total_ns, total_samples;
+	struct sp_labels *names_; /* private: interned key strings */
+};
+
+/* Parses "function", "file", "module" or "thread". 0 or -EINVAL. */
+int sp_rollup_by_parse(const char *s, enum sp_rollup_by *out);
+
+/* Fills r from m. 0 or -ENOMEM; release r either way. */
+int sp_rollup_build(struct sp_rollup *r, const struct sp_model *m, enum sp_rollup_by by);
+
+void sp_rollup_release(struct sp_rollup *r);
+
+/* Index of the row named name, or -1. */
+int64_t sp_rollup_find(const struct sp_rollup *r, const char *name);
+
+#endif

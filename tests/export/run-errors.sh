@@ -1,0 +1,108 @@
+#!/bin/sh
+# run-errors.sh STACKPROF SRCDIR GEN_FIXTURES - every command on bad input: a
+# clear message on stderr and exit 1 (2 for usage); output into a pipe that
+# closes early ends quietly with exit 0; a full disk is an error.
+set -u
+SP=$1
+SRC=$2
+GEN=$3
+FIX=$SRC/fixtures
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+pass=0
+fail=0
+
+ok() { pass=$((pass + 1)); }
+bad() {
+	echo "FAIL: $*"
+	fail=$((fail + 1))
+}
+
+# expect STATUS STDERR_REGEX cmd... : the exit status and a matching message
+expect() {
+	want=$1
+	pattern=$2
+	shift 2
+	"$SP" "$@" >"$TMP/out" 2>"$TMP/err"
+	rc=$?
+	if [ "$rc" != "$want" ]; then
+		bad "stackprof $* exited $rc, expected $want; stderr: $(cat "$TMP/err")"
+	elif [ -n "$pattern" ] && ! grep -Eq -- "$pattern" "$TMP/err"; then
+		bad "stackprof $*: stderr does not match /$pattern/: $(cat "$TMP/err")"
+	else
+		ok
+	fi
+}
+
+for cmd in "collapse" "table" "top" "flamegraph" "export --format pprof" \
+	"export --format chrome" "export --format speedscope"; do
+	# shellcheck disable=SC2086
+	expect 1 "^stackprof: .*$TMP/missing.prof" $cmd "$TMP/missing.prof"
+	# shellcheck disable=SC2086
+	expect 1 "^stackprof: .*junk.prof" $cmd "$FIX/junk.prof"
+	# a cut-off profile: warn, write what was read, exit 1
+	# shellcheck disable=SC2086
+	expect 1 "^stackprof: warning: .*truncated.prof" $cmd "$FIX/truncated.prof"
+	[ -s "$TMP/out" ] || bad "$cmd on a truncated profile printed nothing"
+	# shellcheck disable=SC2086
+	expect 2 "" $cmd
+	# shellcheck disable=SC2086
+	expect 2 "" $cmd --no-such-option "$FIX/base.prof"
+	# shellcheck disable=SC2086
+	expect 0 "" $cmd --help
+	grep -q '^usage: stackprof' "$TMP/out" && grep -q '^examples:' "$TMP/out" ||
+		bad "$cmd --help has no usage or examples"
+done
+expect 1 "missing.prof" diff "$FIX/base.prof" "$TMP/missing.prof"
+expect 1 "junk.prof" diff "$FIX/junk.prof" "$FIX/base.prof"
+expect 2 "expected BASE and NEW" diff "$FIX/base.prof"
+expect 2 "" diff --help-me "$FIX/base.prof" "$FIX/new.prof"
+expect 2 "--metric" collapse --metric ms "$FIX/base.prof"
+expect 2 "--frame" collapse --frame nonsense "$FIX/base.prof"
+expect 2 "--thread" collapse --thread 12x "$FIX/base.prof"
+expect 2 "--sort-by" table --sort-by cuda_time "$FIX/base.prof"
+expect 2 "--name" top --name '(' "$FIX/base.prof"
+expect 2 "--min-time" top --min-time 10parsecs "$FIX/base.prof"
+expect 2 "--order-by" top --order-by speed "$FIX/base.prof"
+expect 2 "--sort" diff --sort size "$FIX/base.prof" "$FIX/new.prof"
+expect 2 "--minwidth" flamegraph --minwidth 3em "$FIX/base.prof"
+expect 2 "--format" export --format svg "$FIX/base.prof"
+expect 2 "--format" export "$FIX/base.prof"
+expect 1 "cannot write" collapse -o "$TMP/no/such/dir/x" "$FIX/base.prof"
+
+# a full disk is an error with a message, not a silent short file
+if [ -w /dev/full ]; then
+	for cmd in collapse table top flamegraph "export --format speedscope"; do
+		# shellcheck disable=SC2086
+		expect 1 "writing" $cmd -o /dev/full "$FIX/base.prof"
+		# shellcheck disable=SC2086
+		"$SP" $cmd "$FIX/base.prof" >/dev/full 2>"$TMP/err"
+		rc=$?
+		if [ "$rc" = 1 ] && grep -q "No space" "$TMP/err"; then
+			ok
+		else
+			bad "$cmd >/dev/full exited $rc: $(cat "$TMP/err")"
+		fi
+	done
+fi
+
+# `| head -1`: the reader stops early; stackprof must end quietly with 0
+"$GEN" --big "$TMP/big.prof" 20000 5000 || exit 1
+for cmd in collapse "table -n 5 --row-limit 0" "top -t 0" flamegraph \
+	"export --format chrome" "diff"; do
+	extra=""
+	[ "$cmd" = diff ] && extra="$TMP/big.prof"
+	# shellcheck disable=SC2086
+	{
+		"$SP" $cmd "$TMP/big.prof" $extra 2>"$TMP/err"
+		echo $? >"$TMP/rc"
+	} | head -1 >/dev/null
+	rc=$(cat "$TMP/rc")
+	if [ "$rc" != 0 ] || [ -s "$TMP/err" ]; then
+		bad "$cmd | head -1 exited $rc with stderr: $(cat "$TMP/err")"
+	else
+		ok
+	fi
+done
+echo "errors: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,53 @@
+// speedscope-check.mjs - validates a stackprof speedscope export against
+// speedscope.schema.json with ajv, then checks what a schema cannot say:
+// frame indexes in range, one weight per sample, weights adding up to
+// endValue - startValue. With --fixture, the totals of fixtures/base.prof.
+//
+// usage: node speedscope-check.mjs FILE SCHEMA NODE_PREFIX [--fixture]
+// Exits 77 (skip) when ajv is not installed under NODE_PREFIX.
+import { createRequire } from 'node:module';
+import { readFileSync } from 'node:fs';
+
+const [file, schemaPath, prefix, mode] = process.argv.slice(2);
+let Ajv;
+try {
+	Ajv = createRequire(prefix + '/package.json')('ajv');
+	Ajv = Ajv.default || Ajv;
+} catch (e) {
+	console.log(`SKIP: ajv is not installed under ${prefix} (${e.code || e.message})`);
+	process.exit(77);
+}
+let failures = 0;
+function check(cond, what) {
+	if (!cond) {
+		console.error('FAIL: ' + what);
+		failures++;
+	}
+}
+const doc = JSON.parse(readFileSync(file, 'utf8'));
+const validate = new Ajv({ allErrors: true }).compile(JSON.parse(readFileSync(schemaPath, 'utf8')));
+if (!validate(doc))
+	check(false, 'schema: ' + JSON.stringify(validate.errors.slice(0, 5)));
+const nframes = doc.shared.frames.length;
+let total = 0, samples = 0;
+for (const prof of doc.profiles) {
+	check(prof.samples.length === prof.weights.length, `${prof.name}: one weight per sample`);
+	for (const s of prof.samples)
+		for (const i of s)
+			check(i < nframes, `${prof.name}: frame index ${i} < ${nframes}`);
+	const sum = prof.weights.reduce((a, b) => a + b, 0);
+	check(sum === prof.endValue - prof.startValue, `${prof.name}: weights add up to the span`);
+	total += sum;
+	samples += prof.samples.length;
+}
+if (mode === '--fixture') {
+	check(total === 146005000, `146005000 ns in all (got ${total})`);
+	check(doc.profiles.map((p) => p.name).join('|') === 'resnet18-1000|worker pool-1001|1002',
+		'one profile per thread: ' + doc.profiles.map((p) => p.name).join('|'));
+	const names = doc.shared.frames.map((f) => f.name);
+	check(names.includes('batch norm; fused') && names.includes('LINEAR PASS'),
+		'frame names kept verbatim');
+}
+console.log(`speedscope-check: ${doc.profiles.length} profiles, ${nframes} frames, ` +
+	`${samples} sample runs: ${failures ? 'FAILED' : 'ok'}`);
+process.exit(failures ? 1 : 0);

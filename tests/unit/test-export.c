@@ -1,0 +1,288 @@
+/*
+ * test-export.c - unit tests of the export layer's text rules: collapsed
+ * stack escaping, frame label styles, PyTorch time units, JSON strings, the
+ * key_averages table layout (checked against torch's own output in
+ * shared/reference), and the collapsed writer on a hand-built model.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "collapse.h"
+#include "json.h"
+#include "label.h"
+#include "model.h"
+#include "table.h"
+#include "textfmt.h"
+
+static int failures;
+
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
+			failures++;                                                                \
+		}                                                                                  \
+	} while (0)
+
+#define CHECK_STR(got, want)                                                                       \
+	do {                                                                                       \
+		const char *g_ = (got), *w_ = (want);                                              \
+		if (strcmp(g_, w_)) {                                                              \
+			fprintf(stderr, "%s:%d: got\n[%s]\nwant\n[%s]\n", __FILE__, __LINE__, g_,  \
+				w_);                                                               \
+			failures++;                                                                \
+		}                                                                                  \
+	} while (0)
+
+static const char *folded(const char *s)
+{
+	static struct sp_buf b;
+	sp_buf_reset(&b);
+	sp_label_append_folded(&b, s, strlen(s));
+	sp_buf_put_u8(&b, 0);
+	return (const char *)b.data;
+}
+
+static void test_escape(void)
+{
+	CHECK_STR(folded("batch norm; fused"), "batch_norm__fused");
+	CHECK_STR(folded("a\tb\nc\rd"), "a_b_c_d");
+	CHECK_STR(folded("std::vector<int, std::allocator<int> >::push_back(int const&)"),
+		  "std::vector<int,_std::allocator<int>_>::push_back(int_const&)");
+	/* torch's export_stacks line from shared/reference/torch_stacks.txt */
+	CHECK_STR(folded("torch/nn/modules/conv.py(454): _conv_forward"),
+		  "torch/nn/modules/conv.py(454):__conv_forward");
+	CHECK_STR(folded("<built-in method conv2d of type object at 0x7f476052d1e0>"),
+		  "<built-in_method_conv2d_of_type_object_at_0x7f476052d1e0>");
+}
+
+static const char *label(const struct sp_mframe *f, enum sp_label_style st)
+{
+	static struct sp_buf b;
+	sp_buf_reset(&b);
+	sp_label_append(&b, f, st);
+	sp_buf_put_u8(&b, 0);
+	return (const char *)b.data;
+}
+
+static void test_labels(void)
+{
+	struct sp_mframe f = {.func = "_conv_forward",
+			      .file = "torch/nn/modules/conv.py",
+			      .line = 454,
+			      .kind = SP_FRAME_FUNC};
+	CHECK_STR(label(&f, SP_LABEL_FUNC), "_conv_forward");
+	CHECK_STR(label(&f, SP_LABEL_FUNC_LINE), "_conv_forward (torch/nn/modules/conv.py:454)");
+	CHECK_STR(label(&f, SP_LABEL_PYTORCH), "torch/nn/modules/conv.py(454): _conv_forward");
+	struct sp_mframe r = {.func = "model_inference", .file = "x.c", .kind = SP_MFRAME_RANGE};
+	CHECK_STR(label(&r, SP_LABEL_PYTORCH), "model_inference");
+	struct sp_mframe nofile = {.func = "libfoo.so+0x1234", .kind = SP_FRAME_UNNAMED};
+	CHECK_STR(label(&nofile, SP_LABEL_FUNC_LINE), "libfoo.so+0x1234");
+	enum sp_label_style st;
+	CHECK(sp_label_style_parse("pytorch", &st) == 0 && st == SP_LABEL_PYTORCH);
+	CHECK(sp_label_style_parse("func (file:line)", &st) == 0 && st == SP_LABEL_FUNC_LINE);
+	CHECK(sp_label_style_parse("nonsense", &st) != 0);
+}
+
+static void test_textfmt(void)
+{
+	char b[SP_TEXTFMT_LEN];
+	/* values from shared/reference/torch_key_averages.txt */
+	CHECK_STR(sp_textfmt_time(b, sizeof(b), 82000), "82.000us");
+	CHECK_STR(sp_textfmt_time(b, sizeof(b), 3258000), "3.258ms");
+	CHECK_STR(sp_textfmt_time(b, sizeof(b), 218803000), "218.803ms");
+	CHECK_STR(sp_textfmt_time(b, sizeof(b), 999999), "999.999us");
+	CHECK_STR(sp_textfmt_time(b, sizeof(b), 1000000), "1.000ms");
+	CHECK_STR(sp_textfmt_time(b, sizeof(b), 1260000000), "1.260s");
+	CHECK_STR(sp_textfmt_share(b, sizeof(b), 49472, 218803), "22.61%");
+	CHECK_STR(sp_textfmt_share(b, sizeof(b), 0, 0), "NaN");
+	CHECK_STR(sp_textfmt_delta(b, sizeof(b), -82000), "-82.000us");
+	CHECK_STR(sp_textfmt_delta(b, sizeof(b), 1500000), "+1.500ms");
+	uint64_t ns = 0;
+	CHECK(sp_textfmt_parse_duration("10ms", &ns) == 0 && ns == 10000000);
+	CHECK(sp_textfmt_parse_duration("1.5s", &ns) == 0 && ns == 1500000000);
+	CHECK(sp_textfmt_parse_duration("200us", &ns) == 0 && ns == 200000);
+	CHECK(sp_textfmt_parse_duration("2", &ns) == 0 && ns == 2000000000);
+	CHECK(sp_textfmt_parse_duration("10 ms", &ns) != 0);
+	CHECK(sp_textfmt_parse_duration("-1ms", &ns) != 0);
+	CHECK(sp_textfmt_parse_duration("fast", &ns) != 0);
+}
+
+static char *capture_begin(FILE **f, size_t *len)
+{
+	static char *buf;
+	free(buf);
+	buf = NULL;
+	*f = open_memstream(&buf, len);
+	return buf;
+}
+
+static void test_json(void)
+{
+	FILE *f;
+	size_t len;
+	char *out = NULL;
+	f = open_memstream(&out, &len);
+	sp_json_str(f, "a\"b\\c\n\x01 \xc3\xa9 \xff");
+	fclose(f);
+	CHECK_STR(out, "\"a\\\"b\\\\c\\n\\u0001 \xc3\xa9 \\ufffd\"");
+	free(out);
+	(void)capture_begin;
+}
+
+/*
+ * A model built by hand: stacks are root first. names/self times are the
+ * reference's so the table rows can be compared with torch's own text.
+ */
+struct fake {
+	struct sp_model m;
+	struct sp_mframe frames[8];
+	struct sp_mstack stacks[8];
+	uint32_t ids[8][8];
+	uint32_t locs[8][8];
+};
+
+static void fake_stack(struct fake *fk, int i, uint64_t ns, int n, const int *frames)
+{
+	for (int k = 0; k < n; k++)
+		fk->ids[i][k] = (uint32_t)frames[k];
+	fk->stacks[i] = (struct sp_mstack){.n = (uint32_t)n,
+					   .frames = fk->ids[i],
+					   .locs = fk->locs[i],
+					   .weight_ns = ns,
+					   .samples = 1};
+	fk->m.total_weight_ns += ns;
+	fk->m.total_samples++;
+}
+
+static void test_table_layout(void)
+{
+	static struct fake fk;
+	const char *names[] = {"model_inference", "aten::native_batch_norm",
+			       "aten::max_pool2d_with_indices"};
+	for (int i = 0; i < 3; i++)
+		fk.frames[i] = (struct sp_mframe){.func = names[i], .kind = SP_FRAME_FUNC};
+	fk.m.frames = fk.frames;
+	fk.m.n_frames = 3;
+	/* self times from torch_key_averages.txt, in ns; the total is 218.803ms */
+	fake_stack(&fk, 0, 3258000, 1, (int[]){0});
+	fake_stack(&fk, 1, 50938000, 2, (int[]){0, 1});
+	fake_stack(&fk, 2, 23816000, 2, (int[]){0, 2});
+	fake_stack(&fk, 3, 218803000 - 3258000 - 50938000 - 23816000, 1, (int[]){0});
+	fk.m.stacks = fk.stacks;
+	fk.m.n_stacks = 4;
+
+	char *out = NULL;
+	size_t len;
+	FILE *f = open_memstream(&out, &len);
+	struct sp_table_opts o = {.sort = SP_TABLE_SELF, .row_limit = 10};
+	CHECK(sp_table_write(&fk.m, &o, f) == 0);
+	fclose(f);
+	/* torch pads the name column to the longest name + 4 and ends lines with two spaces */
+	const char *sep = "---------------------------------  ------------  ------------  "
+			  "------------  ------------  ------------  \n";
+	const char *head = "                             Name    Self CPU %      Self CPU   "
+			   "CPU total %     CPU total       Samples  \n";
+	const char *bn = "          aten::native_batch_norm        23.28%      50.938ms        "
+			 "23.28%      50.938ms             1  \n";
+	const char *pool = "    aten::max_pool2d_with_indices        10.88%      23.816ms        "
+			   "10.88%      23.816ms             1  \n";
+	CHECK(!strncmp(out, sep, strlen(sep)));
+	CHECK(strstr(out, head) != NULL);
+	CHECK(strstr(out, bn) != NULL);
+	CHECK(strstr(out, pool) != NULL);
+	CHECK(strstr(out, "Self CPU time total: 218.803ms\n") != NULL);
+	if (failures)
+		fprintf(stderr, "%s", out);
+	free(out);
+
+	/* group_by_stack_n: Source Location lines, innermost first, then a blank line */
+	fk.frames[1].file = "torch/nn/functional.py";
+	fk.frames[1].line = 2419;
+	out = NULL;
+	f = open_memstream(&out, &len);
+	o.stack_n = 5;
+	o.row_limit = 0;
+	CHECK(sp_table_write(&fk.m, &o, f) == 0);
+	fclose(f);
+	/* the source column is min(longest entry + 4, 75) wide, left aligned */
+	const char *e1 = "torch/nn/functional.py(2419): aten::native_batch_norm";
+	int w = (int)strlen(e1) + 4;
+	char want[256];
+	snprintf(want, sizeof(want), "             1  %-*s  \n", w, e1);
+	CHECK(strstr(out, want) != NULL);
+	snprintf(want, sizeof(want), "  %-*s  \n", w, "model_inference");
+	CHECK(strstr(out, want) != NULL);
+	/* a line of spaces as long as the separator closes each row */
+	size_t seplen = strchr(out, '\n') - out;
+	char *blank = malloc(seplen + 3);
+	memset(blank, ' ', seplen);
+	strcpy(blank + seplen, "\n-");
+	CHECK(strstr(out, blank) != NULL);
+	free(blank);
+	if (failures)
+		fprintf(stderr, "%s", out);
+	free(out);
+}
+
+static void test_collapse_model(void)
+{
+	static struct fake fk;
+	fk.frames[0] = (struct sp_mframe){.func = "main", .kind = SP_FRAME_FUNC};
+	fk.frames[1] = (struct sp_mframe){.func = "a b;c", .file = "f.c", .line = 3};
+	fk.frames[2] = (struct sp_mframe){.func = "a b;c", .file = "f.c", .line = 4};
+	fk.frames[3] = (struct sp_mframe){.func = "inl", .kind = SP_FRAME_INLINED};
+	fk.m.frames = fk.frames;
+	fk.m.n_frames = 4;
+	fake_stack(&fk, 0, 1400, 2, (int[]){0, 1});
+	fake_stack(&fk, 1, 1200, 2, (int[]){0, 2});
+	fake_stack(&fk, 2, 400, 3, (int[]){0, 2, 3});
+	fk.m.stacks = fk.stacks;
+	fk.m.n_stacks = 3;
+
+	char *out = NULL;
+	size_t len;
+	FILE *f = open_memstream(&out, &len);
+	struct sp_collapse_opts o = {0};
+	CHECK(sp_collapse_write(&fk.m, &o, f) == 0);
+	fclose(f);
+	/* 400ns rounds to 0us: the line is left out rather than printed as 0 */
+	CHECK_STR(out, "main;a_b_c_(f.c:3) 1\nmain;a_b_c_(f.c:4) 1\n");
+	free(out);
+
+	/* --frame func merges the two lines of one function, and sums before rounding */
+	out = NULL;
+	f = open_memstream(&out, &len);
+	o.label.style = SP_LABEL_FUNC;
+	o.label.inline_mark = true;
+	CHECK(sp_collapse_write(&fk.m, &o, f) == 0);
+	fclose(f);
+	CHECK_STR(out, "main;a_b_c 3\n");
+	free(out);
+
+	out = NULL;
+	f = open_memstream(&out, &len);
+	o.metric = SP_METRIC_SAMPLES;
+	CHECK(sp_collapse_write(&fk.m, &o, f) == 0);
+	fclose(f);
+	CHECK_STR(out, "main;a_b_c 2\nmain;a_b_c;inl_[i] 1\n");
+	free(out);
+}
+
+int main(void)
+{
+	test_escape();
+	test_labels();
+	test_textfmt();
+	test_json();
+	test_table_layout();
+	test_collapse_model();
+	if (failures) {
+		fprintf(stderr, "test-export: %d check(s) failed\n", failures);
+		return 1;
+	}
+	printf("test-export: all checks passed\n");
+	return 0;
+}

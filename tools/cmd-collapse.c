@@ -1,0 +1,182 @@
+/*
+ * cmd-collapse.c - `stackprof collapse`: collapsed stacks for flamegraph.pl,
+ * in the format of PyTorch's export_stacks.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "collapse.h"
+#include "commands.h"
+#include "model.h"
+
+static const char sp_collapse_usage[] =
+    "usage: stackprof collapse [options] PROFILE\n"
+    "\n"
+    "Prints one line per distinct stack: frames root first joined by ';', a\n"
+    "space, and the stack's self CPU time in microseconds (PyTorch's\n"
+    "export_stacks format, read by flamegraph.pl, speedscope and inferno).\n"
+    "Spaces, ';', tabs and newlines inside a frame become '_'.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output FILE      write to FILE instead of stdout\n"
+    "      --metric us|samples  value per line: CPU microseconds (default) or samples\n"
+    "      --frame STYLE      frame text: 'func (file:line)' (default), 'func',\n"
+    "                         or 'pytorch' for PyTorch's 'file(line): func'\n"
+    "      --per-thread       root every stack at its thread (\"name-tid\")\n"
+    "      --inline-mark      append _[i] to inlined frames (flamegraph.pl --color=java\n"
+    "                         shows them in aqua, as perf's --inline output)\n"
+    "      --thread TID[,TID] keep only these threads\n"
+    "      --range NAME       keep only samples inside a range named NAME\n"
+    "      --no-ranges        leave named ranges out of the stacks\n"
+    "      --no-inline        one frame per address: no inlined frames\n"
+    "      --basenames        file names without directories\n"
+    "      --search-dir DIR   look for binaries missing at their recorded path in DIR\n"
+    "  -h, --help             show this help\n"
+    "\n"
+    "examples:\n"
+    "  stackprof collapse rn.prof > rn.folded && flamegraph.pl rn.folded > rn.svg\n"
+    "  stackprof collapse --frame func --per-thread rn.prof | sort -k2 -n | tail\n"
+    "  stackprof collapse --metric samples --range 'LINEAR PASS' rn.prof\n";
+
+enum {
+	OPT_METRIC = 256,
+	OPT_FRAME,
+	OPT_PER_THREAD,
+	OPT_INLINE_MARK,
+	OPT_THREAD,
+	OPT_RANGE,
+	OPT_NO_RANGES,
+	OPT_NO_INLINE,
+	OPT_BASENAMES,
+	OPT_SEARCH_DIR,
+};
+
+static const struct option sp_collapse_longopts[] = {
+    {"output", required_argument, NULL, 'o'},
+    {"metric", required_argument, NULL, OPT_METRIC},
+    {"frame", required_argument, NULL, OPT_FRAME},
+    {"per-thread", no_argument, NULL, OPT_PER_THREAD},
+    {"inline-mark", no_argument, NULL, OPT_INLINE_MARK},
+    {"thread", required_argument, NULL, OPT_THREAD},
+    {"range", required_argument, NULL, OPT_RANGE},
+    {"no-ranges", no_argument, NULL, OPT_NO_RANGES},
+    {"no-inline", no_argument, NULL, OPT_NO_INLINE},
+    {"basenames", no_argument, NULL, OPT_BASENAMES},
+    {"search-dir", required_argument, NULL, OPT_SEARCH_DIR},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+int sp_cmd_collapse(int argc, char **argv)
+{
+	struct sp_collapse_opts co = {0};
+	struct sp_model_opts mo = {0};
+	const char *output = "-";
+	int32_t *tids = NULL;
+	struct sp_profile *prof = NULL;
+	struct sp_model *model = NULL;
+	FILE *out = NULL;
+	int rc = SP_EXIT_USAGE, c;
+
+	while ((c = getopt_long(argc, argv, "o:h", sp_collapse_longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			output = optarg;
+			break;
+		case OPT_METRIC:
+			if (!strcmp(optarg, "us"))
+				co.metric = SP_METRIC_US;
+			else if (!strcmp(optarg, "samples"))
+				co.metric = SP_METRIC_SAMPLES;
+			else {
+				sp_cli_error("--metric: '%s' is not us or samples", optarg);
+				goto out;
+			}
+			break;
+		case OPT_FRAME:
+			if (sp_label_style_parse(optarg, &co.label.style)) {
+				sp_cli_error("--frame: '%s' is not 'func', 'func (file:line)' or "
+					     "'pytorch'",
+					     optarg);
+				goto out;
+			}
+			break;
+		case OPT_PER_THREAD:
+			mo.per_thread = true;
+			break;
+		case OPT_INLINE_MARK:
+			co.label.inline_mark = true;
+			break;
+		case OPT_THREAD:
+			free(tids);
+			tids = NULL;
+			if (sp_model_parse_tids(optarg, &tids, &mo.n_tids)) {
+				sp_cli_error("--thread: '%s' is not a list of thread ids", optarg);
+				goto out;
+			}
+			mo.tids = tids;
+			break;
+		case OPT_RANGE:
+			mo.range = optarg;
+			break;
+		case OPT_NO_RANGES:
+			mo.no_ranges = true;
+			break;
+		case OPT_NO_INLINE:
+			mo.sym_flags |= SP_SYM_NO_INLINE;
+			break;
+		case OPT_BASENAMES:
+			mo.sym_flags |= SP_SYM_BASENAMES;
+			break;
+		case OPT_SEARCH_DIR:
+			mo.search_dir = optarg;
+			break;
+		case 'h':
+			rc = sp_cli_usage(sp_collapse_usage, false);
+			goto out;
+		default:
+			rc = sp_cli_usage(sp_collapse_usage, true);
+			goto out;
+		}
+	}
+	if (optind != argc - 1) {
+		sp_cli_error("collapse: expected one PROFILE");
+		rc = sp_cli_usage(sp_collapse_usage, true);
+		goto out;
+	}
+
+	rc = SP_EXIT_ERROR;
+	prof = sp_cli_read_profile(argv[optind]);
+	if (!prof)
+		goto out;
+	model = sp_model_build(prof, &mo);
+	if (!model) {
+		sp_cli_error("%s: %s", argv[optind], strerror(errno));
+		goto out;
+	}
+	out = sp_cli_open_output(output);
+	if (!out)
+		goto out;
+	int err = sp_collapse_write(model, &co, out);
+	if (err && err != -EPIPE) {
+		sp_cli_error("writing %s: %s", strcmp(output, "-") ? output : "stdout",
+			     strerror(-err));
+		goto out;
+	}
+	rc = err ? SP_EXIT_OK : sp_cli_finish_output(out, output);
+	/* a cut-off profile still printed what it had, but the run must not look clean */
+	if (rc == SP_EXIT_OK && prof->status != SP_READ_OK)
+		rc = SP_EXIT_ERROR;
+out:
+	if (out && out != stdout && fclose(out) && rc == SP_EXIT_OK) {
+		sp_cli_error("writing %s: %s", output, strerror(errno));
+		rc = SP_EXIT_ERROR;
+	}
+	sp_model_free(model);
+	sp_profile_free(prof);
+	free(tids);
+	return rc;
+}

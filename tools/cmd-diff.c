@@ -1,0 +1,248 @@
+/*
+ * cmd-diff.c - `stackprof diff`: compare two profiles, function by function
+ * (HTA TraceDiff style), or as a two-column folded file for a differential
+ * flame graph.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "collapse.h"
+#include "commands.h"
+#include "diff.h"
+#include "model.h"
+
+static const char sp_diff_usage[] =
+    "usage: stackprof diff [options] BASE NEW\n"
+    "\n"
+    "Compares two profiles like HTA's TraceDiff: every function is added,\n"
+    "removed, increased, decreased or unchanged, with its sample count and\n"
+    "time in each profile and the change. With --collapsed, prints instead\n"
+    "the two-column folded form 'stack base new' that flamegraph.pl draws as\n"
+    "a differential flame graph (red grew, blue shrank).\n"
+    "\n"
+    "options:\n"
+    "      --sort KEY         delta (default: biggest growth first), abs, base, new,\n"
+    "                         name\n"
+    "      --compare self|total  compare self time (default) or total time\n"
+    "      --aggregate-by KEY function (default), file, module or thread\n"
+    "      --threshold P      changes within P% of the base total count as unchanged\n"
+    "                         (default 0)\n"
+    "      --normalize        scale NEW to BASE's total CPU time first\n"
+    "  -t, --limit N          print at most N rows (default: all)\n"
+    "      --collapsed        print 'stack base new' lines instead of the table\n"
+    "      --metric us|samples  values of --collapsed lines (default us)\n"
+    "      --frame STYLE      frame text of --collapsed: 'func (file:line)' (default),\n"
+    "                         'func' or 'pytorch'\n"
+    "      --per-thread       root --collapsed stacks at their thread\n"
+    "  -o, --output FILE      write to FILE instead of stdout\n"
+    "      --thread TID[,TID] keep only these threads (in both profiles)\n"
+    "      --range NAME       keep only samples inside a range named NAME\n"
+    "      --no-ranges        leave named ranges out\n"
+    "      --no-inline        one frame per address: no inlined frames\n"
+    "      --basenames        file names without directories\n"
+    "  -h, --help             show this help\n"
+    "\n"
+    "examples:\n"
+    "  stackprof diff before.prof after.prof --threshold 0.5\n"
+    "  stackprof diff before.prof after.prof --sort abs -t 20 --normalize\n"
+    "  stackprof diff --collapsed --frame func before.prof after.prof > d.folded\n"
+    "  flamegraph.pl d.folded > diff.svg   # or: stackprof flamegraph --diff\n";
+
+enum {
+	OPT_SORT = 256,
+	OPT_COMPARE,
+	OPT_AGGREGATE,
+	OPT_THRESHOLD,
+	OPT_NORMALIZE,
+	OPT_COLLAPSED,
+	OPT_METRIC,
+	OPT_FRAME,
+	OPT_PER_THREAD,
+	OPT_THREAD,
+	OPT_RANGE,
+	OPT_NO_RANGES,
+	OPT_NO_INLINE,
+	OPT_BASENAMES,
+};
+
+static const struct option sp_diff_longopts[] = {
+    {"sort", required_argument, NULL, OPT_SORT},
+    {"compare", required_argument, NULL, OPT_COMPARE},
+    {"aggregate-by", required_argument, NULL, OPT_AGGREGATE},
+    {"threshold", required_argument, NULL, OPT_THRESHOLD},
+    {"normalize", no_argument, NULL, OPT_NORMALIZE},
+    {"limit", required_argument, NULL, 't'},
+    {"collapsed", no_argument, NULL, OPT_COLLAPSED},
+    {"metric", required_argument, NULL, OPT_METRIC},
+    {"frame", required_argument, NULL, OPT_FRAME},
+    {"per-thread", no_argument, NULL, OPT_PER_THREAD},
+    {"output", required_argument, NULL, 'o'},
+    {"thread", required_argument, NULL, OPT_THREAD},
+    {"range", required_argument, NULL, OPT_RANGE},
+    {"no-ranges", no_argument, NULL, OPT_NO_RANGES},
+    {"no-inline", no_argument, NULL, OPT_NO_INLINE},
+    {"basenames", no_argument, NULL, OPT_BASENAMES},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+int sp_cmd_diff(int argc, char **argv)
+{
+	struct sp_diff_opts dopt = {0};
+	struct sp_collapse_opts co = {0};
+	struct sp_model_opts mo = {0};
+	bool collapsed = false;
+	const char *output = "-";
+	int32_t *tids = NULL;
+	struct sp_profile *prof[2] = {NULL, NULL};
+	struct sp_model *model[2] = {NULL, NULL};
+	FILE *out = NULL;
+	unsigned long v;
+	char *end;
+	int rc = SP_EXIT_USAGE, c;
+
+	while ((c = getopt_long(argc, argv, "t:o:h", sp_diff_longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_SORT:
+			if (sp_diff_sort_parse(optarg, &dopt.sort)) {
+				sp_cli_error("--sort: '%s' is not delta, abs, base, new or name",
+					     optarg);
+				goto out;
+			}
+			break;
+		case OPT_COMPARE:
+			if (strcmp(optarg, "self") && strcmp(optarg, "total")) {
+				sp_cli_error("--compare: '%s' is not self or total", optarg);
+				goto out;
+			}
+			dopt.total = !strcmp(optarg, "total");
+			break;
+		case OPT_AGGREGATE:
+			if (sp_rollup_by_parse(optarg, &dopt.by)) {
+				sp_cli_error(
+				    "--aggregate-by: '%s' is not function, file, module or "
+				    "thread",
+				    optarg);
+				goto out;
+			}
+			break;
+		case OPT_THRESHOLD:
+			errno = 0;
+			dopt.threshold_pct = strtod(optarg, &end);
+			if (end == optarg || *end || errno || !(dopt.threshold_pct >= 0) ||
+			    dopt.threshold_pct > 100) {
+				sp_cli_error("--threshold: '%s' is not a percentage from 0 to 100",
+					     optarg);
+				goto out;
+			}
+			break;
+		case OPT_NORMALIZE:
+			dopt.normalize = co.normalize = true;
+			break;
+		case 't':
+			if (!sp_cli_parse_ulong("--limit", optarg, 0, 1000000000, &v))
+				goto out;
+			dopt.limit = v;
+			break;
+		case OPT_COLLAPSED:
+			collapsed = true;
+			break;
+		case OPT_METRIC:
+			if (strcmp(optarg, "us") && strcmp(optarg, "samples")) {
+				sp_cli_error("--metric: '%s' is not us or samples", optarg);
+				goto out;
+			}
+			co.metric = strcmp(optarg, "us") ? SP_METRIC_SAMPLES : SP_METRIC_US;
+			break;
+		case OPT_FRAME:
+			if (sp_label_style_parse(optarg, &co.label.style)) {
+				sp_cli_error("--frame: '%s' is not 'func', 'func (file:line)' or "
+					     "'pytorch'",
+					     optarg);
+				goto out;
+			}
+			break;
+		case OPT_PER_THREAD:
+			mo.per_thread = true;
+			break;
+		case 'o':
+			output = optarg;
+			break;
+		case OPT_THREAD:
+			free(tids);
+			tids = NULL;
+			if (sp_model_parse_tids(optarg, &tids, &mo.n_tids)) {
+				sp_cli_error("--thread: '%s' is not a list of thread ids", optarg);
+				goto out;
+			}
+			mo.tids = tids;
+			break;
+		case OPT_RANGE:
+			mo.range = optarg;
+			break;
+		case OPT_NO_RANGES:
+			mo.no_ranges = true;
+			break;
+		case OPT_NO_INLINE:
+			mo.sym_flags |= SP_SYM_NO_INLINE;
+			break;
+		case OPT_BASENAMES:
+			mo.sym_flags |= SP_SYM_BASENAMES;
+			break;
+		case 'h':
+			rc = sp_cli_usage(sp_diff_usage, false);
+			goto out;
+		default:
+			rc = sp_cli_usage(sp_diff_usage, true);
+			goto out;
+		}
+	}
+	if (optind != argc - 2) {
+		sp_cli_error("diff: expected BASE and NEW profiles");
+		rc = sp_cli_usage(sp_diff_usage, true);
+		goto out;
+	}
+
+	rc = SP_EXIT_ERROR;
+	for (int i = 0; i < 2; i++) {
+		const char *path = argv[optind + i];
+		prof[i] = sp_cli_read_profile(path);
+		if (!prof[i])
+			goto out;
+		model[i] = sp_model_build(prof[i], &mo);
+		if (!model[i]) {
+			sp_cli_error("%s: %s", path, strerror(errno));
+			goto out;
+		}
+	}
+	dopt.base_name = argv[optind];
+	dopt.new_name = argv[optind + 1];
+	out = sp_cli_open_output(output);
+	if (!out)
+		goto out;
+	int err = collapsed ? sp_collapse_write_diff(model[0], model[1], &co, out)
+			    : sp_diff_write(model[0], model[1], &dopt, out);
+	if (err && err != -EPIPE) {
+		sp_cli_error("writing %s: %s", strcmp(output, "-") ? output : "stdout",
+			     strerror(-err));
+		goto out;
+	}
+	rc = err ? SP_EXIT_OK : sp_cli_finish_output(out, output);
+	/* a cut-off profile still printed what it had, but the run must not look clean */
+	if (rc == SP_EXIT_OK && (prof[0]->status != SP_READ_OK || prof[1]->status != SP_READ_OK))
+		rc = SP_EXIT_ERROR;
+out:
+	if (out && out != stdout && fclose(out) && rc == SP_EXIT_OK) {
+		sp_cli_error("writing %s: %s", output, strerror(errno));
+		rc = SP_EXIT_ERROR;
+	}
+	for (int i = 0; i < 2; i++) {
+		sp_model_free(model[i]);
+		sp_profile_free(prof[i]);
+	}
+	free(tids);
+	return rc;
+}

@@ -1,0 +1,178 @@
+/*
+ * cmd-table.c - `stackprof table`: the key_averages(group_by_stack_n=N).table()
+ * summary of torch.profiler, from samples.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "model.h"
+#include "table.h"
+
+static const char sp_table_usage[] =
+    "usage: stackprof table [options] PROFILE\n"
+    "\n"
+    "Prints the summary torch.profiler prints with\n"
+    "prof.key_averages(group_by_stack_n=N).table(sort_by=KEY, row_limit=N):\n"
+    "one row per function (and, with N > 0, per distinct N innermost frames\n"
+    "of the stack from that function outward, listed in the Source Location\n"
+    "column as 'file(line): function'). Self CPU counts samples where the\n"
+    "function is the leaf, CPU total samples where it is anywhere (once per\n"
+    "sample under recursion); Samples is how many samples CPU total covers.\n"
+    "Named ranges (record_function) are rows too.\n"
+    "\n"
+    "options:\n"
+    "  -n, --group-by-stack-n N  group rows by the N innermost frames (default 0)\n"
+    "  -s, --sort-by KEY      self_cpu_time_total (default), cpu_time_total, count\n"
+    "  -l, --row-limit N      print at most N rows (default 100; 0 for all)\n"
+    "  -o, --output FILE      write to FILE instead of stdout\n"
+    "      --thread TID[,TID] keep only these threads\n"
+    "      --range NAME       keep only samples inside a range named NAME\n"
+    "      --no-ranges        leave named ranges out\n"
+    "      --no-inline        one frame per address: no inlined frames\n"
+    "      --basenames        file names without directories\n"
+    "      --search-dir DIR   look for binaries missing at their recorded path in DIR\n"
+    "  -h, --help             show this help\n"
+    "\n"
+    "examples:\n"
+    "  stackprof table rn.prof --group-by-stack-n 5 --row-limit 5\n"
+    "  stackprof table rn.prof --sort-by cpu_time_total --row-limit 10\n";
+
+enum {
+	OPT_THREAD = 256,
+	OPT_RANGE,
+	OPT_NO_RANGES,
+	OPT_NO_INLINE,
+	OPT_BASENAMES,
+	OPT_SEARCH_DIR,
+};
+
+static const struct option sp_table_longopts[] = {
+    {"group-by-stack-n", required_argument, NULL, 'n'},
+    {"sort-by", required_argument, NULL, 's'},
+    {"row-limit", required_argument, NULL, 'l'},
+    {"output", required_argument, NULL, 'o'},
+    {"thread", required_argument, NULL, OPT_THREAD},
+    {"range", required_argument, NULL, OPT_RANGE},
+    {"no-ranges", no_argument, NULL, OPT_NO_RANGES},
+    {"no-inline", no_argument, NULL, OPT_NO_INLINE},
+    {"basenames", no_argument, NULL, OPT_BASENAMES},
+    {"search-dir", required_argument, NULL, OPT_SEARCH_DIR},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+int sp_cmd_table(int argc, char **argv)
+{
+	struct sp_table_opts to = {.row_limit = 100};
+	struct sp_model_opts mo = {0};
+	const char *output = "-";
+	int32_t *tids = NULL;
+	struct sp_profile *prof = NULL;
+	struct sp_model *model = NULL;
+	FILE *out = NULL;
+	unsigned long v;
+	int rc = SP_EXIT_USAGE, c;
+
+	while ((c = getopt_long(argc, argv, "n:s:l:o:h", sp_table_longopts, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			if (!sp_cli_parse_ulong("--group-by-stack-n", optarg, 0, 256, &v))
+				goto out;
+			to.stack_n = (unsigned)v;
+			break;
+		case 's':
+			if (sp_table_sort_parse(optarg, &to.sort)) {
+				sp_cli_error("--sort-by: '%s' is not self_cpu_time_total, "
+					     "cpu_time_total or count",
+					     optarg);
+				goto out;
+			}
+			break;
+		case 'l':
+			/* torch spells "no limit" -1 */
+			if (!strcmp(optarg, "-1"))
+				v = 0;
+			else if (!sp_cli_parse_ulong("--row-limit", optarg, 0, 1000000000, &v))
+				goto out;
+			to.row_limit = v;
+			break;
+		case 'o':
+			output = optarg;
+			break;
+		case OPT_THREAD:
+			free(tids);
+			tids = NULL;
+			if (sp_model_parse_tids(optarg, &tids, &mo.n_tids)) {
+				sp_cli_error("--thread: '%s' is not a list of thread ids", optarg);
+				goto out;
+			}
+			mo.tids = tids;
+			break;
+		case OPT_RANGE:
+			mo.range = optarg;
+			break;
+		case OPT_NO_RANGES:
+			mo.no_ranges = true;
+			break;
+		case OPT_NO_INLINE:
+			mo.sym_flags |= SP_SYM_NO_INLINE;
+			break;
+		case OPT_BASENAMES:
+			mo.sym_flags |= SP_SYM_BASENAMES;
+			break;
+		case OPT_SEARCH_DIR:
+			mo.search_dir = optarg;
+			break;
+		case 'h':
+			rc = sp_cli_usage(sp_table_usage, false);
+			goto out;
+		default:
+			rc = sp_cli_usage(sp_table_usage, true);
+			goto out;
+		}
+	}
+	if (optind != argc - 1) {
+		sp_cli_error("table: expected one PROFILE");
+		rc = sp_cli_usage(sp_table_usage, true);
+		goto out;
+	}
+
+	rc = SP_EXIT_ERROR;
+	prof = sp_cli_read_profile(argv[optind]);
+	if (!prof)
+		goto out;
+	model = sp_model_build(prof, &mo);
+	if (!model) {
+		sp_cli_error("%s: %s", argv[optind], strerror(errno));
+		goto out;
+	}
+	if (!model->total_samples)
+		sp_cli_warn("%s: no samples%s", argv[optind],
+			    mo.n_tids || mo.range ? " match the filters" : "");
+	out = sp_cli_open_output(output);
+	if (!out)
+		goto out;
+	int err = sp_table_write(model, &to, out);
+	if (err && err != -EPIPE) {
+		sp_cli_error("writing %s: %s", strcmp(output, "-") ? output : "stdout",
+			     strerror(-err));
+		goto out;
+	}
+	rc = err ? SP_EXIT_OK : sp_cli_finish_output(out, output);
+	/* a cut-off profile still printed what it had, but the run must not look clean */
+	if (rc == SP_EXIT_OK && prof->status != SP_READ_OK)
+		rc = SP_EXIT_ERROR;
+out:
+	if (out && out != stdout && fclose(out) && rc == SP_EXIT_OK) {
+		sp_cli_error("writing %s: %s", output, strerror(errno));
+		rc = SP_EXIT_ERROR;
+	}
+	sp_model_free(model);
+	sp_profile_free(prof);
+	free(tids);
+	return rc;
+}
