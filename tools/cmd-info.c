@@ -149,7 +149,11 @@ int sp_cmd_info(int argc, char **argv)
 				md->unload_ns ? " (unloaded)" : "");
 		}
 	}
+	/* everything readable was printed; the status says the data is partial */
+	int rc = sp_cli_finish_output(stdout, "stdout");
+	if (rc == SP_EXIT_OK && p->status != SP_READ_OK)
+		rc = SP_EXIT_ERROR;
 	sp_model_free(m);
 	sp_profile_free(p);
-	return sp_cli_finish_output(stdout, "stdout");
+	return rc;
 }
