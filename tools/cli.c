@@ -39,6 +39,48 @@ struct sp_profile *sp_cli_read_profile(const char *path)
 	return p;
 }
 
+/* Lines that change what the output means: a binary not used, or not found. */
+static bool sp_cli_warning_matters(const char *line, size_t len)
+{
+	static const char *const keys[] = {"build-id", "cannot open", "cannot read", "not an ELF"};
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		size_t k = strlen(keys[i]);
+		for (size_t j = 0; j + k <= len; j++)
+			if (!memcmp(line + j, keys[i], k))
+				return true;
+	}
+	return false;
+}
+
+struct sp_model *sp_cli_build_model(const char *path, const struct sp_profile *prof,
+				    const struct sp_model_opts *mo)
+{
+	struct sp_model *m = sp_model_build(prof, mo);
+	if (!m) {
+		sp_cli_error("%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	const char *w = sp_symbolizer_warnings(m->sym);
+	int shown = 0, more = 0;
+	while (w && *w) {
+		const char *nl = strchr(w, '\n');
+		size_t len = nl ? (size_t)(nl - w) : strlen(w);
+		if (sp_cli_warning_matters(w, len)) {
+			if (shown < 5)
+				fprintf(stderr, "stackprof: warning: %.*s\n", (int)len, w);
+			else
+				more++;
+			shown++;
+		}
+		w += len + (nl ? 1 : 0);
+	}
+	if (more)
+		fprintf(stderr,
+			"stackprof: warning: %d more like these ('stackprof info' lists them)\n",
+			more);
+	return m;
+}
+
 int sp_cli_finish_output(FILE *f, const char *name)
 {
 	if (fflush(f) == 0 && !ferror(f))

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "model.h"
 #include "profile.h"
 
 #define SP_EXIT_OK    0
@@ -33,6 +34,15 @@ void sp_cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * kept, unless strict is set. The caller frees it with sp_profile_free().
  */
 struct sp_profile *sp_cli_read_profile(const char *path);
+
+/*
+ * Symbolizes prof into a model for a command. On failure prints why and
+ * returns NULL. Prints to stderr the symbolizer warnings a user must see
+ * (a binary that changed since the run, a missing file), at most a few;
+ * "no debug info" notes are left to `stackprof info`.
+ */
+struct sp_model *sp_cli_build_model(const char *path, const struct sp_profile *prof,
+				    const struct sp_model_opts *mo);
 
 /*
  * Flushes and checks stdout (or f). Returns SP_EXIT_OK, or prints the error

@@ -152,11 +152,9 @@ int sp_cmd_collapse(int argc, char **argv)
 	prof = sp_cli_read_profile(argv[optind]);
 	if (!prof)
 		goto out;
-	model = sp_model_build(prof, &mo);
-	if (!model) {
-		sp_cli_error("%s: %s", argv[optind], strerror(errno));
+	model = sp_cli_build_model(argv[optind], prof, &mo);
+	if (!model)
 		goto out;
-	}
 	out = sp_cli_open_output(output);
 	if (!out)
 		goto out;

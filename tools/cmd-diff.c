@@ -212,11 +212,9 @@ int sp_cmd_diff(int argc, char **argv)
 		prof[i] = sp_cli_read_profile(path);
 		if (!prof[i])
 			goto out;
-		model[i] = sp_model_build(prof[i], &mo);
-		if (!model[i]) {
-			sp_cli_error("%s: %s", path, strerror(errno));
+		model[i] = sp_cli_build_model(path, prof[i], &mo);
+		if (!model[i])
 			goto out;
-		}
 	}
 	dopt.base_name = argv[optind];
 	dopt.new_name = argv[optind + 1];

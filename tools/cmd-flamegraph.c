@@ -219,20 +219,16 @@ int sp_cmd_flamegraph(int argc, char **argv)
 	prof = sp_cli_read_profile(argv[optind]);
 	if (!prof)
 		goto out;
-	model = sp_model_build(prof, &mo);
-	if (!model) {
-		sp_cli_error("%s: %s", argv[optind], strerror(errno));
+	model = sp_cli_build_model(argv[optind], prof, &mo);
+	if (!model)
 		goto out;
-	}
 	if (base_path) {
 		bprof = sp_cli_read_profile(base_path);
 		if (!bprof)
 			goto out;
-		bmodel = sp_model_build(bprof, &mo);
-		if (!bmodel) {
-			sp_cli_error("%s: %s", base_path, strerror(errno));
+		bmodel = sp_cli_build_model(base_path, bprof, &mo);
+		if (!bmodel)
 			goto out;
-		}
 	}
 	if (!model->total_samples)
 		sp_cli_warn("%s: no samples%s; the graph is empty", argv[optind],

@@ -132,9 +132,26 @@ int sp_cmd_info(int argc, char **argv)
 			fprintf(f, "  %-8d %-16s %8llu samples  %12s\n", th->tid,
 				th->name[0] ? th->name : "-", (unsigned long long)th->samples, tt);
 		}
+		/* "no DWARF" notes are many on a distro (one per stripped library):
+		 * counted unless -m asks for the module list */
 		const char *w = sp_symbolizer_warnings(m->sym);
-		if (w && *w)
-			fprintf(f, "symbol warnings:\n%s", w);
+		int quiet = 0;
+		while (w && *w) {
+			const char *nl = strchr(w, '\n');
+			int len = nl ? (int)(nl - w) : (int)strlen(w);
+			bool note = strstr(w, "no DWARF") && (!nl || strstr(w, "no DWARF") < nl);
+			if (note && !modules)
+				quiet++;
+			else
+				fprintf(f, "symbols:     %.*s\n", len, w);
+			w += len + (nl ? 1 : 0);
+		}
+		if (quiet)
+			fprintf(
+			    f,
+			    "symbols:     %d modules without DWARF debug info: names from their "
+			    "ELF symbol tables (-m lists them)\n",
+			    quiet);
 	}
 	if (modules) {
 		fprintf(f, "%-18s %-18s %-40s %s\n", "start", "end", "build-id", "path");

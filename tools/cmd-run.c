@@ -161,7 +161,7 @@ static void sp_print_summary(const char *path, const struct sp_run_opts *o)
 	struct sp_model_opts mo;
 	memset(&mo, 0, sizeof(mo));
 	mo.no_ranges = true;
-	struct sp_model *m = sp_model_build(p, &mo);
+	struct sp_model *m = sp_cli_build_model(path, p, &mo);
 	struct sp_summary s;
 	sp_summary_compute(p, m, &s);
 	fprintf(stderr, "stackprof: %s (pid %d)\n", p->header.cmdline, p->header.pid);

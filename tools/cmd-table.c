@@ -145,11 +145,9 @@ int sp_cmd_table(int argc, char **argv)
 	prof = sp_cli_read_profile(argv[optind]);
 	if (!prof)
 		goto out;
-	model = sp_model_build(prof, &mo);
-	if (!model) {
-		sp_cli_error("%s: %s", argv[optind], strerror(errno));
+	model = sp_cli_build_model(argv[optind], prof, &mo);
+	if (!model)
 		goto out;
-	}
 	if (!model->total_samples)
 		sp_cli_warn("%s: no samples%s", argv[optind],
 			    mo.n_tids || mo.range ? " match the filters" : "");

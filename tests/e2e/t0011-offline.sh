@@ -1,0 +1,30 @@
+#!/bin/bash
+# Offline use: a profile copied to another directory still finds its
+# binaries by their recorded paths; a binary whose build-id no longer matches
+# the one recorded is reported and not used (frames fall back to
+# module+offset instead of wrong names).
+. "$(dirname "$0")/lib.sh"
+SRC="$SP_SOURCE_DIR/tests/programs/chain.c"
+command -v cc >/dev/null || skip "no C compiler"
+
+cc -g -O1 -fno-optimize-sibling-calls -Wl,--build-id=sha1 -o chain "$SRC"
+"$SP" run --no-summary -o c.prof -- ./chain 0.5 >/dev/null
+mkdir elsewhere && cp c.prof elsewhere/
+(cd elsewhere && "$SP" collapse --frame func c.prof >../copied.folded 2>../copied.err)
+check "a copied profile still symbolizes" grep -qE ';main;chain_a;chain_b;chain_c;leaf_spin ' copied.folded
+check "without warnings" [ ! -s copied.err ]
+
+# the binary changes after the run: another build at the same path
+cc -g -O1 -fno-optimize-sibling-calls -DDIFFERENT_BUILD -Wl,--build-id=0x0123456789abcdef -o chain "$SRC"
+"$SP" collapse --frame func c.prof >stale.folded 2>stale.err
+cat stale.err
+check "the mismatch is reported" grep -q 'build-id .* not used' stale.err
+check "the stale binary's names are not used" bash -c "! grep -q 'chain_a' stale.folded"
+check "its frames fall back to module+offset" grep -qE ';chain\+0x[0-9a-f]+;' stale.folded
+
+# the binary is gone
+rm chain
+"$SP" collapse --frame func c.prof >gone.folded 2>gone.err
+check "a missing binary is reported" grep -q 'cannot open' gone.err
+check "libc frames still resolve" grep -q '__libc_start' gone.folded
+finish
