@@ -130,7 +130,8 @@ struct sp_prof_stats {
 	uint64_t weight_ns;	/* CPU time covered by the samples */
 	uint64_t signals;	/* timer signals handled (incl. overruns as 1) */
 	uint64_t overruns;
-	char *timer; /* the timer that really ran */
+	char *timer;	     /* the timer that really ran */
+	uint64_t handler_ns; /* CPU time spent in the SIGPROF handler, all samples */
 };
 
 /* ---------------------------------------------------------------- writer */

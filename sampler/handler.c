@@ -22,6 +22,7 @@ void sp_handler(int sig, siginfo_t *si, void *uc)
 		goto out;
 
 	size_t max = sp_g.cfg.max_depth;
+	uint64_t c0 = sp_thread_cpu_ns();
 	uint64_t *e = sp_ring_reserve(&t->ring, SP_ENTRY_PCS + max);
 	if (!e) {
 		atomic_fetch_add_explicit(&t->drops, 1, memory_order_relaxed);
@@ -42,6 +43,8 @@ void sp_handler(int sig, siginfo_t *si, void *uc)
 		atomic_fetch_add_explicit(&t->unwind_errors, 1, memory_order_relaxed);
 	if (flags & SP_STACK_TRUNCATED)
 		atomic_fetch_add_explicit(&t->truncated, 1, memory_order_relaxed);
+	/* CPU time, not wall time: on a busy machine the handler may be preempted */
+	atomic_fetch_add_explicit(&t->handler_ns, sp_thread_cpu_ns() - c0, memory_order_relaxed);
 out:
 	errno = saved_errno;
 }

@@ -279,6 +279,26 @@ SP_EXPORT sighandler_t signal(int sig, sighandler_t handler)
 	return SP_REAL(signal)(sig, handler);
 }
 
+/*
+ * libunwind brackets every table lookup and every internal lock with two
+ * sigprocmask() calls: ~6 system calls per frame, 190 us a sample on a
+ * 80-frame torch stack. Our handler already runs with every signal blocked
+ * (its sa_mask), so inside it those calls change nothing and are answered
+ * here without entering the kernel.
+ */
+SP_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+	if (sp_in_unwind) {
+		if (old)
+			sigfillset(old);
+		return 0;
+	}
+	static int (*real)(int, const sigset_t *, sigset_t *);
+	if (!real)
+		real = SP_REAL(sigprocmask);
+	return real(how, set, old);
+}
+
 int sp_handler_install(void)
 {
 	struct sigaction sa, old;
@@ -288,7 +308,9 @@ int sp_handler_install(void)
 		return -EBUSY;
 	sa.sa_sigaction = sp_handler;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	sigemptyset(&sa.sa_mask);
+	/* every signal waits the few microseconds the handler takes: no other
+	 * handler can interrupt us inside libunwind's locks */
+	sigfillset(&sa.sa_mask);
 	return SP_REAL(sigaction)(SIGPROF, &sa, NULL) < 0 ? -errno : 0;
 }
 

@@ -93,7 +93,7 @@ static int sp_fill_cb(struct dl_phdr_info *info, size_t size, void *arg)
 		if (hi > m->end)
 			m->end = hi;
 		if ((ph->p_flags & PF_X) && s->n_x < f->max_x)
-			s->x[s->n_x++] = (struct sp_xrange){lo, hi};
+			s->x[s->n_x++] = (struct sp_xrange){lo, hi, s->n_mods - 1};
 	}
 	if (m->start == UINTPTR_MAX)
 		m->start = m->end = 0;
@@ -270,11 +270,9 @@ void sp_modules_leave(void)
 	atomic_fetch_sub(&sp_g.inflight, 1);
 }
 
-bool sp_modules_is_text(uintptr_t addr)
+/* The executable segment holding addr, or NULL. Signal-safe. */
+static const struct sp_xrange *sp_find_text(const struct sp_modsnap *s, uintptr_t addr)
 {
-	const struct sp_modsnap *s = atomic_load(&sp_snap);
-	if (!s)
-		return false;
 	size_t lo = 0, hi = s->n_x;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -283,20 +281,41 @@ bool sp_modules_is_text(uintptr_t addr)
 		else if (addr >= s->x[mid].hi)
 			lo = mid + 1;
 		else
-			return true;
+			return &s->x[mid];
 	}
-	return false;
+	return NULL;
 }
 
-/* The handler's dl_iterate_phdr: no lock, no allocation, no loader. Signal-safe. */
+bool sp_modules_is_text(uintptr_t addr)
+{
+	const struct sp_modsnap *s = atomic_load(&sp_snap);
+	return s && sp_find_text(s, addr);
+}
+
+/*
+ * The handler's dl_iterate_phdr: no lock, no allocation, no loader.
+ * Signal-safe. libunwind 1.6.2 calls it with its dwarf_callback, whose data
+ * starts with the IP it looks for: handing it just the module that holds
+ * that IP spares it a walk over every module (431 in a torch process) for
+ * each frame. If the first word is not a text address, every module is
+ * offered, as glibc would.
+ */
 __attribute__((visibility("hidden"))) int
 sp_iterate_snapshot(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data);
 __attribute__((visibility("hidden"))) int
 sp_iterate_snapshot(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
 {
 	struct sp_modsnap *s = atomic_load(&sp_snap);
+	if (!s)
+		return 0;
+	uintptr_t ip = *(const uintptr_t *)data;
+	const struct sp_xrange *x = sp_find_text(s, ip);
+	if (!x && ip)
+		x = sp_find_text(s, ip - 1); /* a call that ends its segment */
+	if (x)
+		return cb(&s->mods[x->mod].info, sizeof(s->mods[x->mod].info), data);
 	int ret = 0;
-	for (size_t i = 0; s && i < s->n_mods; i++) {
+	for (size_t i = 0; i < s->n_mods; i++) {
 		ret = cb(&s->mods[i].info, sizeof(s->mods[i].info), data);
 		if (ret)
 			break;

@@ -28,6 +28,7 @@ struct sp_mod {
 
 struct sp_xrange {
 	uintptr_t lo, hi; /* an executable PT_LOAD segment */
+	size_t mod;	  /* index of its module in sp_modsnap.mods */
 };
 
 struct sp_modsnap {

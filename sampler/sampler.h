@@ -59,7 +59,8 @@ struct sp_thread {
 	_Atomic uint64_t skipped;
 	_Atomic uint64_t unwind_errors;
 	_Atomic uint64_t truncated;
-	char name_at_exit[16]; /* the thread's name, read as it exits */
+	_Atomic uint64_t handler_ns; /* CPU time in the handler, for the overhead figure */
+	char name_at_exit[16];	     /* the thread's name, read as it exits */
 };
 
 struct sp_state {
@@ -104,6 +105,9 @@ void sp_timers_resume_all(void);
 
 /* Monotonic time in ns. Signal-safe. */
 uint64_t sp_now_ns(void);
+
+/* The calling thread's CPU time in ns (a syscall). Signal-safe. */
+uint64_t sp_thread_cpu_ns(void);
 
 /* Kernel thread id. Signal-safe. */
 pid_t sp_gettid(void);

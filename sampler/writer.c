@@ -346,6 +346,7 @@ static void sp_add_counters(struct sp_prof_stats *st, struct sp_thread *t)
 	st->skipped += atomic_load(&t->skipped);
 	st->signals += atomic_load(&t->signals);
 	st->overruns += atomic_load(&t->overruns);
+	st->handler_ns += atomic_load(&t->handler_ns);
 }
 
 static void sp_drain_all(struct sp_wstate *s, bool names)
@@ -576,12 +577,18 @@ int sp_writer_start(void)
 	sp_ws = s;
 	sp_manifest_add(sp_g.path);
 
-	/* every signal blocked in the writer: the target's signals go to its own threads */
-	sigset_t all, old;
+	/* every signal blocked in the writer: the target's signals go to its own
+	 * threads. Set through the attribute, so the creating (target's) thread's
+	 * mask is never touched. */
+	sigset_t all;
 	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int rc = sp_pthread_create_raw(&sp_g.writer, NULL, sp_writer_main, s);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_t attr;
+	int rc = pthread_attr_init(&attr);
+	if (!rc)
+		rc = pthread_attr_setsigmask_np(&attr, &all);
+	if (!rc)
+		rc = sp_pthread_create_raw(&sp_g.writer, &attr, sp_writer_main, s);
+	pthread_attr_destroy(&attr);
 	if (rc) {
 		sp_writer_close(s->w);
 		close(s->fd);
