@@ -332,6 +332,14 @@ int sp_module_lookup(struct sp_module *m, uint64_t vaddr, const struct sp_frame 
 			uint64_t start;
 			f->kind = SP_FRAME_UNNAMED;
 			f->offset = sp_ehframe_find(m->eh, vaddr, &start, NULL) ? start : vaddr;
+			/* a stripped executable's entry function is _start by definition
+			 * (e_entry); naming it lets a stack be seen to reach its root */
+			GElf_Ehdr eh;
+			if (f->offset == start && gelf_getehdr(m->elf, &eh) && eh.e_entry &&
+			    eh.e_entry == start) {
+				f->func = "_start";
+				f->kind = SP_FRAME_FUNC;
+			}
 		}
 		n = 1;
 	}

@@ -42,7 +42,7 @@ struct sp_profile *sp_cli_read_profile(const char *path)
 /* Lines that change what the output means: a binary not used, or not found. */
 static bool sp_cli_warning_matters(const char *line, size_t len)
 {
-	static const char *const keys[] = {"build-id", "cannot open", "cannot read", "not an ELF"};
+	static const char *const keys[] = {"not used", "cannot open", "cannot read", "not an ELF"};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		size_t k = strlen(keys[i]);
 		for (size_t j = 0; j + k <= len; j++)

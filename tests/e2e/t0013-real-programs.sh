@@ -1,0 +1,74 @@
+#!/bin/bash
+# Programs nobody here wrote: xz (threads that start with every signal
+# blocked), gzip, sqlite3 and python3.11d (full DWARF). Each must give the
+# same output and exit status as without stackprof, and a profile whose
+# frames are named and reach a thread root.
+. "$(dirname "$0")/lib.sh"
+
+head -c 12000000 /dev/urandom >data.bin
+base64 data.bin | head -c 8000000 >data.txt
+
+rooted_ok() { # PROFILE: >= 95% of samples reach a thread root
+	"$SP" info "$1" >"$1.info"
+	awk '/^thread root:/ { v = $3 + 0; exit !(v >= 95) }' "$1.info"
+}
+
+if command -v xz >/dev/null; then
+	xz -T2 -6 -c data.txt >plain.xz
+	"$SP" run --no-summary -o xz.prof -- xz -T2 -6 -c data.txt >prof.xz
+	check "xz: same exit status" [ $? -eq 0 ]
+	check "xz: same output" cmp -s plain.xz prof.xz
+	check "xz: >= 95% rooted" rooted_ok xz.prof
+	check "xz: its worker threads are sampled" awk '/^threads:/ { exit !($2 >= 2) }' xz.prof.info
+	"$SP" collapse --frame func xz.prof >xz.folded
+	# liblzma's encoder is static and Debian ships no symbols for it: each of
+	# its functions must stay one frame, named by its start from .eh_frame
+	check "xz: liblzma's functions are frames of their own" grep -qE ';liblzma\.so\.5\+0x[0-9a-f]+;' xz.folded
+	n=$(grep -oE 'liblzma\.so\.5\+0x[0-9a-f]+' xz.folded | sort -u | wc -l)
+	say "xz: $n distinct liblzma frames"
+	check "xz: one frame per function, not per address (< 80 distinct)" [ "$n" -lt 80 ]
+else
+	say "xz not installed: skipped"
+fi
+
+if command -v gzip >/dev/null; then
+	gzip -9 -c data.txt >plain.gz
+	"$SP" run --no-summary -o gz.prof -- gzip -9 -c data.txt >prof.gz
+	check "gzip: same exit status" [ $? -eq 0 ]
+	check "gzip: same output" cmp -s plain.gz prof.gz
+	check "gzip: >= 95% rooted" rooted_ok gz.prof
+	"$SP" run --no-summary -o gzbad.prof -- gzip -d -c data.txt >/dev/null 2>gzbad.err
+	check "gzip: its failure status (1) passes through" [ $? -eq 1 ]
+fi
+
+if command -v sqlite3 >/dev/null; then
+	q="WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000000)
+	   SELECT sum(x % 7), count(*) FROM c;"
+	sqlite3 :memory: "$q" >plain.sql
+	"$SP" run --no-summary -o sql.prof -- sqlite3 :memory: "$q" >prof.sql
+	check "sqlite3: same exit status" [ $? -eq 0 ]
+	check "sqlite3: same output" cmp -s plain.sql prof.sql
+	check "sqlite3: >= 95% rooted" rooted_ok sql.prof
+	"$SP" collapse --frame func sql.prof >sql.folded
+	check "sqlite3: the VDBE is named" grep -q 'sqlite3VdbeExec' sql.folded
+fi
+
+if [ -x /usr/bin/python3.11d ]; then
+	py='import hashlib
+s = 0
+for i in range(300000):
+    s += len(hashlib.sha256(str(i).encode()).hexdigest())
+print(s)'
+	/usr/bin/python3.11d -c "$py" >plain.py
+	"$SP" run --no-summary -o py.prof -- /usr/bin/python3.11d -c "$py" >prof.py
+	check "python3.11d: same exit status" [ $? -eq 0 ]
+	check "python3.11d: same output" cmp -s plain.py prof.py
+	check "python3.11d: >= 95% rooted" rooted_ok py.prof
+	"$SP" collapse py.prof >py.folded
+	check "python3.11d: the eval loop by file:line" grep -qE '_PyEval_EvalFrameDefault_\(.*ceval\.c:[0-9]+\)' py.folded
+	check "python3.11d: inlined frames expanded" \
+		bash -c "'$SP' collapse --inline-mark --frame func py.prof | grep -q '_\[i\]'"
+else
+	say "python3.11-dbg not installed: skipped"
+fi
+finish
