@@ -39,6 +39,38 @@ struct sp_profile *sp_cli_read_profile(const char *path)
 	return p;
 }
 
+int sp_cli_model_option(struct sp_model_opts *mo, int32_t **tids, int opt, const char *arg)
+{
+	switch (opt) {
+	case SP_OPT_THREAD:
+		free(*tids);
+		*tids = NULL;
+		if (sp_model_parse_tids(arg, tids, &mo->n_tids)) {
+			sp_cli_error("--thread: '%s' is not a list of thread ids", arg);
+			return -1;
+		}
+		mo->tids = *tids;
+		return 1;
+	case SP_OPT_RANGE:
+		mo->range = arg;
+		return 1;
+	case SP_OPT_NO_RANGES:
+		mo->no_ranges = true;
+		return 1;
+	case SP_OPT_NO_INLINE:
+		mo->sym_flags |= SP_SYM_NO_INLINE;
+		return 1;
+	case SP_OPT_BASENAMES:
+		mo->sym_flags |= SP_SYM_BASENAMES;
+		return 1;
+	case SP_OPT_SEARCH_DIR:
+		mo->search_dir = arg;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 /* Lines that change what the output means: a binary not used, or not found. */
 static bool sp_cli_warning_matters(const char *line, size_t len)
 {

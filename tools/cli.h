@@ -8,7 +8,9 @@
 #ifndef SP_TOOLS_CLI_H
 #define SP_TOOLS_CLI_H
 
+#include <getopt.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "model.h"
@@ -34,6 +36,34 @@ void sp_cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * kept, unless strict is set. The caller frees it with sp_profile_free().
  */
 struct sp_profile *sp_cli_read_profile(const char *path);
+
+/* getopt codes of the options every symbolizing command shares. */
+enum {
+	SP_OPT_THREAD = 0x1000,
+	SP_OPT_RANGE,
+	SP_OPT_NO_RANGES,
+	SP_OPT_NO_INLINE,
+	SP_OPT_BASENAMES,
+	SP_OPT_SEARCH_DIR,
+};
+
+/* Their entries, for a command's struct option table. */
+#define SP_CLI_MODEL_LONGOPTS                                                                      \
+	{"thread", required_argument, NULL, SP_OPT_THREAD},                                        \
+	    {"range", required_argument, NULL, SP_OPT_RANGE},                                      \
+	    {"no-ranges", no_argument, NULL, SP_OPT_NO_RANGES},                                    \
+	    {"no-inline", no_argument, NULL, SP_OPT_NO_INLINE},                                    \
+	    {"basenames", no_argument, NULL, SP_OPT_BASENAMES},                                    \
+	{                                                                                          \
+		"search-dir", required_argument, NULL, SP_OPT_SEARCH_DIR                           \
+	}
+
+/*
+ * Applies one of those options to mo. *tids owns the parsed --thread list
+ * (mo->tids points into it; free it when done). Returns 1 if opt was one of
+ * them, 0 if not, -1 if its value is bad (the error is printed).
+ */
+int sp_cli_model_option(struct sp_model_opts *mo, int32_t **tids, int opt, const char *arg);
 
 /*
  * Symbolizes prof into a model for a command. On failure prints why and

@@ -42,6 +42,7 @@ static const char sp_diff_usage[] =
     "      --range NAME       keep only samples inside a range named NAME\n"
     "      --no-ranges        leave named ranges out\n"
     "      --no-inline        one frame per address: no inlined frames\n"
+    "      --search-dir DIR   look for binaries missing at their recorded path in DIR\n"
     "      --basenames        file names without directories\n"
     "  -h, --help             show this help\n"
     "\n"
@@ -61,11 +62,6 @@ enum {
 	OPT_METRIC,
 	OPT_FRAME,
 	OPT_PER_THREAD,
-	OPT_THREAD,
-	OPT_RANGE,
-	OPT_NO_RANGES,
-	OPT_NO_INLINE,
-	OPT_BASENAMES,
 };
 
 static const struct option sp_diff_longopts[] = {
@@ -80,11 +76,7 @@ static const struct option sp_diff_longopts[] = {
     {"frame", required_argument, NULL, OPT_FRAME},
     {"per-thread", no_argument, NULL, OPT_PER_THREAD},
     {"output", required_argument, NULL, 'o'},
-    {"thread", required_argument, NULL, OPT_THREAD},
-    {"range", required_argument, NULL, OPT_RANGE},
-    {"no-ranges", no_argument, NULL, OPT_NO_RANGES},
-    {"no-inline", no_argument, NULL, OPT_NO_INLINE},
-    {"basenames", no_argument, NULL, OPT_BASENAMES},
+    SP_CLI_MODEL_LONGOPTS,
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -171,33 +163,21 @@ int sp_cmd_diff(int argc, char **argv)
 		case 'o':
 			output = optarg;
 			break;
-		case OPT_THREAD:
-			free(tids);
-			tids = NULL;
-			if (sp_model_parse_tids(optarg, &tids, &mo.n_tids)) {
-				sp_cli_error("--thread: '%s' is not a list of thread ids", optarg);
-				goto out;
-			}
-			mo.tids = tids;
-			break;
-		case OPT_RANGE:
-			mo.range = optarg;
-			break;
-		case OPT_NO_RANGES:
-			mo.no_ranges = true;
-			break;
-		case OPT_NO_INLINE:
-			mo.sym_flags |= SP_SYM_NO_INLINE;
-			break;
-		case OPT_BASENAMES:
-			mo.sym_flags |= SP_SYM_BASENAMES;
-			break;
 		case 'h':
 			rc = sp_cli_usage(sp_diff_usage, false);
 			goto out;
 		default:
-			rc = sp_cli_usage(sp_diff_usage, true);
-			goto out;
+			/* the options every symbolizing command shares */
+			switch (sp_cli_model_option(&mo, &tids, c, optarg)) {
+			case 1:
+				break;
+			case 0:
+				rc = sp_cli_usage(sp_diff_usage, true);
+				goto out;
+			default:
+				goto out;
+			}
+			break;
 		}
 	}
 	if (optind != argc - 2) {

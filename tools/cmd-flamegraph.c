@@ -62,12 +62,6 @@ enum {
 	OPT_FRAME,
 	OPT_INLINE_MARK,
 	OPT_PER_THREAD,
-	OPT_THREAD,
-	OPT_RANGE,
-	OPT_NO_RANGES,
-	OPT_NO_INLINE,
-	OPT_BASENAMES,
-	OPT_SEARCH_DIR,
 };
 
 static const struct option sp_flamegraph_longopts[] = {
@@ -84,12 +78,7 @@ static const struct option sp_flamegraph_longopts[] = {
     {"frame", required_argument, NULL, OPT_FRAME},
     {"inline-mark", no_argument, NULL, OPT_INLINE_MARK},
     {"per-thread", no_argument, NULL, OPT_PER_THREAD},
-    {"thread", required_argument, NULL, OPT_THREAD},
-    {"range", required_argument, NULL, OPT_RANGE},
-    {"no-ranges", no_argument, NULL, OPT_NO_RANGES},
-    {"no-inline", no_argument, NULL, OPT_NO_INLINE},
-    {"basenames", no_argument, NULL, OPT_BASENAMES},
-    {"search-dir", required_argument, NULL, OPT_SEARCH_DIR},
+    SP_CLI_MODEL_LONGOPTS,
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -173,36 +162,21 @@ int sp_cmd_flamegraph(int argc, char **argv)
 		case OPT_PER_THREAD:
 			mo.per_thread = true;
 			break;
-		case OPT_THREAD:
-			free(tids);
-			tids = NULL;
-			if (sp_model_parse_tids(optarg, &tids, &mo.n_tids)) {
-				sp_cli_error("--thread: '%s' is not a list of thread ids", optarg);
-				goto out;
-			}
-			mo.tids = tids;
-			break;
-		case OPT_RANGE:
-			mo.range = optarg;
-			break;
-		case OPT_NO_RANGES:
-			mo.no_ranges = true;
-			break;
-		case OPT_NO_INLINE:
-			mo.sym_flags |= SP_SYM_NO_INLINE;
-			break;
-		case OPT_BASENAMES:
-			mo.sym_flags |= SP_SYM_BASENAMES;
-			break;
-		case OPT_SEARCH_DIR:
-			mo.search_dir = optarg;
-			break;
 		case 'h':
 			rc = sp_cli_usage(sp_flamegraph_usage, false);
 			goto out;
 		default:
-			rc = sp_cli_usage(sp_flamegraph_usage, true);
-			goto out;
+			/* the options every symbolizing command shares */
+			switch (sp_cli_model_option(&mo, &tids, c, optarg)) {
+			case 1:
+				break;
+			case 0:
+				rc = sp_cli_usage(sp_flamegraph_usage, true);
+				goto out;
+			default:
+				goto out;
+			}
+			break;
 		}
 	}
 	if (optind != argc - 1) {

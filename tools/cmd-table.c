@@ -41,26 +41,12 @@ static const char sp_table_usage[] =
     "  stackprof table rn.prof --group-by-stack-n 5 --row-limit 5\n"
     "  stackprof table rn.prof --sort-by cpu_time_total --row-limit 10\n";
 
-enum {
-	OPT_THREAD = 256,
-	OPT_RANGE,
-	OPT_NO_RANGES,
-	OPT_NO_INLINE,
-	OPT_BASENAMES,
-	OPT_SEARCH_DIR,
-};
-
 static const struct option sp_table_longopts[] = {
     {"group-by-stack-n", required_argument, NULL, 'n'},
     {"sort-by", required_argument, NULL, 's'},
     {"row-limit", required_argument, NULL, 'l'},
     {"output", required_argument, NULL, 'o'},
-    {"thread", required_argument, NULL, OPT_THREAD},
-    {"range", required_argument, NULL, OPT_RANGE},
-    {"no-ranges", no_argument, NULL, OPT_NO_RANGES},
-    {"no-inline", no_argument, NULL, OPT_NO_INLINE},
-    {"basenames", no_argument, NULL, OPT_BASENAMES},
-    {"search-dir", required_argument, NULL, OPT_SEARCH_DIR},
+    SP_CLI_MODEL_LONGOPTS,
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -103,36 +89,21 @@ int sp_cmd_table(int argc, char **argv)
 		case 'o':
 			output = optarg;
 			break;
-		case OPT_THREAD:
-			free(tids);
-			tids = NULL;
-			if (sp_model_parse_tids(optarg, &tids, &mo.n_tids)) {
-				sp_cli_error("--thread: '%s' is not a list of thread ids", optarg);
-				goto out;
-			}
-			mo.tids = tids;
-			break;
-		case OPT_RANGE:
-			mo.range = optarg;
-			break;
-		case OPT_NO_RANGES:
-			mo.no_ranges = true;
-			break;
-		case OPT_NO_INLINE:
-			mo.sym_flags |= SP_SYM_NO_INLINE;
-			break;
-		case OPT_BASENAMES:
-			mo.sym_flags |= SP_SYM_BASENAMES;
-			break;
-		case OPT_SEARCH_DIR:
-			mo.search_dir = optarg;
-			break;
 		case 'h':
 			rc = sp_cli_usage(sp_table_usage, false);
 			goto out;
 		default:
-			rc = sp_cli_usage(sp_table_usage, true);
-			goto out;
+			/* the options every symbolizing command shares */
+			switch (sp_cli_model_option(&mo, &tids, c, optarg)) {
+			case 1:
+				break;
+			case 0:
+				rc = sp_cli_usage(sp_table_usage, true);
+				goto out;
+			default:
+				goto out;
+			}
+			break;
 		}
 	}
 	if (optind != argc - 1) {
