@@ -283,6 +283,26 @@ static int sp_module_reserve(struct sp_module *m, size_t n)
 	return 0;
 }
 
+int sp_module_is_outermost(struct sp_module *m, uint64_t vaddr)
+{
+	/* .eh_frame is in the file itself, so this works without debug info */
+	Dwarf_CFI *cfi = dwarf_getcfi_elf(m->elf);
+	Dwarf_Frame *frame = NULL;
+	if (!cfi || dwarf_cfi_addrframe(cfi, vaddr, &frame) != 0)
+		return -1;
+	int ra = dwarf_frame_info(frame, NULL, NULL, NULL);
+	Dwarf_Op ops_mem[3], *ops = NULL;
+	size_t nops = 0;
+	int rc = ra >= 0 ? dwarf_frame_register(frame, ra, ops_mem, &ops, &nops) : -1;
+	free(frame);
+	if (rc < 0)
+		return -1;
+	/* No operations: "undefined" (libdw 0.188 reports it as 0 with no
+	 * operations, not the documented 1) or "same value", which for a return
+	 * address would make the frame its own caller. Either way, the end. */
+	return nops == 0;
+}
+
 int sp_module_lookup(struct sp_module *m, uint64_t vaddr, const struct sp_frame **frames)
 {
 	struct sp_dwline loc = {0};

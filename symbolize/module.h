@@ -55,4 +55,11 @@ int sp_module_lookup(struct sp_module *m, uint64_t vaddr, const struct sp_frame 
  */
 const char *sp_module_symbol(struct sp_module *m, uint64_t vaddr, uint64_t *start);
 
+/*
+ * Whether the call frame information at vaddr says the return address is
+ * undefined: how the ABI marks an outermost frame (glibc's _start and the
+ * thread entry in clone/clone3). 1 yes, 0 no, -1 no CFI covers vaddr.
+ */
+int sp_module_is_outermost(struct sp_module *m, uint64_t vaddr);
+
 #endif

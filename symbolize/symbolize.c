@@ -393,6 +393,20 @@ static int sp_symbolizer_resolve(struct sp_symbolizer *s, uint64_t addr, uint64_
 	return 0;
 }
 
+int sp_symbolizer_is_outermost(struct sp_symbolizer *s, uint64_t addr, bool is_return_address)
+{
+	if (sp_symbolizer_maps(s))
+		return 0;
+	uint64_t pc = is_return_address && addr ? addr - 1 : addr;
+	const struct sp_range *r = sp_rangemap_find(&s->mod_map, pc);
+	if (!r)
+		return 0;
+	const struct sp_modrec *m = &s->mods[r->id];
+	if (sp_modfile_open(s, m->file) || !m->file->mod)
+		return 0;
+	return sp_module_is_outermost(m->file->mod, pc - m->bias) == 1;
+}
+
 int sp_symbolizer_lookup(struct sp_symbolizer *s, uint64_t addr, bool is_return_address,
 			 const struct sp_frame **frames)
 {

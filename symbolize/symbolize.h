@@ -127,6 +127,15 @@ int sp_symbolizer_lookup(struct sp_symbolizer *s, uint64_t addr, bool is_return_
 const char *sp_symbolizer_symbol(struct sp_symbolizer *s, uint64_t addr, uint64_t *start);
 
 /*
+ * Whether addr (looked up at addr-1 if is_return_address) lies in a frame
+ * whose call frame information marks the return address undefined: the
+ * ABI's mark of a thread's outermost frame (_start, clone3). It needs only
+ * .eh_frame, not debug info, so a stack can be seen to reach its root in a
+ * stripped libc. 1 yes, 0 no or unknown.
+ */
+int sp_symbolizer_is_outermost(struct sp_symbolizer *s, uint64_t addr, bool is_return_address);
+
+/*
  * Warnings collected so far (missing files, build-id mismatch, no debug
  * info), one line each, at most one per file; "" when none. Borrowed: valid
  * until the next lookup (which may add one) or sp_symbolizer_free().

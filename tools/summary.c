@@ -23,15 +23,24 @@ int sp_summary_is_root(const char *func)
 	return 0;
 }
 
-/* The outermost native frame of a stack (after thread/range frames), or NULL. */
-static const struct sp_mframe *sp_outermost(const struct sp_model *m, const struct sp_mstack *st)
+/*
+ * Whether a raw stack reaches its thread's root: it was neither cut at the
+ * maximum depth nor stopped by an unwinder error, and its outermost frame is
+ * marked outermost by its CFI (undefined return address, as glibc marks
+ * _start and clone3), or is named like a root. The CFI test needs no debug
+ * info; the name test covers code whose CFI says nothing.
+ */
+static bool sp_stack_rooted(struct sp_symbolizer *sym, const struct sp_prof_stack *st)
 {
-	for (uint32_t i = 0; i < st->n; i++) {
-		const struct sp_mframe *f = &m->frames[st->frames[i]];
-		if (f->kind != SP_MFRAME_THREAD && f->kind != SP_MFRAME_RANGE)
-			return f;
-	}
-	return NULL;
+	if (!st || !st->depth || (st->flags & (SP_STACK_TRUNCATED | SP_STACK_UNWIND_ERR)))
+		return false;
+	uint64_t pc = st->pcs[st->depth - 1];
+	bool ret = st->depth > 1;
+	if (sp_symbolizer_is_outermost(sym, pc, ret))
+		return true;
+	const struct sp_frame *fr;
+	int n = sp_symbolizer_lookup(sym, pc, ret, &fr);
+	return n > 0 && sp_summary_is_root(fr[n - 1].func);
 }
 
 void sp_summary_compute(const struct sp_profile *p, const struct sp_model *m, struct sp_summary *s)
@@ -52,14 +61,18 @@ void sp_summary_compute(const struct sp_profile *p, const struct sp_model *m, st
 	s->achieved_hz = cpu_s > 0 ? (double)s->samples / cpu_s : 0;
 	s->rooted_fraction = -1;
 	if (m) {
-		uint64_t rooted = 0, total = 0;
-		for (size_t i = 0; i < m->n_stacks; i++) {
-			const struct sp_mframe *f = sp_outermost(m, &m->stacks[i]);
-			total += m->stacks[i].samples;
-			if (f && f->kind != SP_MFRAME_TRUNC && sp_summary_is_root(f->func))
-				rooted += m->stacks[i].samples;
+		/* per raw stack once: stacks repeat across samples */
+		signed char *memo = calloc(p->n_stacks + 1, 1);
+		uint64_t rooted = 0;
+		for (size_t i = 0; memo && i < p->n_samples; i++) {
+			uint32_t id = p->samples[i].stack;
+			if (!memo[id])
+				memo[id] =
+				    sp_stack_rooted(m->sym, sp_profile_stack(p, id)) ? 1 : -1;
+			rooted += memo[id] > 0;
 		}
-		s->rooted_fraction = total ? (double)rooted / (double)total : 0;
+		free(memo);
+		s->rooted_fraction = p->n_samples ? (double)rooted / (double)p->n_samples : 0;
 		s->threads = m->n_threads;
 	}
 }
