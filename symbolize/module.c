@@ -25,6 +25,8 @@ struct sp_module {
 	bool symtab_tried;
 	struct sp_ehframe *eh;
 	bool eh_tried;
+	Dwarf_CFI *cfi; /* .eh_frame through libdw, for sp_module_is_outermost */
+	bool cfi_tried;
 	struct sp_frame *out;
 	size_t out_cap;
 };
@@ -226,6 +228,8 @@ void sp_module_free(struct sp_module *m)
 	sp_dwarfidx_free(m->dwidx);
 	sp_symtab_free(m->symtab);
 	sp_ehframe_free(m->eh);
+	if (m->cfi)
+		dwarf_cfi_end(m->cfi);
 	if (m->dwfl)
 		dwfl_end(m->dwfl);
 	else if (m->elf)
@@ -285,10 +289,14 @@ static int sp_module_reserve(struct sp_module *m, size_t n)
 
 int sp_module_is_outermost(struct sp_module *m, uint64_t vaddr)
 {
-	/* .eh_frame is in the file itself, so this works without debug info */
-	Dwarf_CFI *cfi = dwarf_getcfi_elf(m->elf);
+	/* .eh_frame is in the file itself, so this works without debug info;
+	 * read once per module, ended with it */
+	if (!m->cfi_tried) {
+		m->cfi_tried = true;
+		m->cfi = dwarf_getcfi_elf(m->elf);
+	}
 	Dwarf_Frame *frame = NULL;
-	if (!cfi || dwarf_cfi_addrframe(cfi, vaddr, &frame) != 0)
+	if (!m->cfi || dwarf_cfi_addrframe(m->cfi, vaddr, &frame) != 0)
 		return -1;
 	int ra = dwarf_frame_info(frame, NULL, NULL, NULL);
 	Dwarf_Op ops_mem[3], *ops = NULL;

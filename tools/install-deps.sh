@@ -12,7 +12,7 @@ build_pkgs="build-essential cmake pkg-config libunwind-dev libdw-dev libelf-dev 
 # binary with full DWARF; python3-torch(vision): the real inference target;
 # clang + libclang-rt-14-dev: libFuzzer; libxml2-utils: xmllint for the SVG;
 # procps: pgrep; gzip, xz-utils, sqlite3: other programs nobody here wrote
-test_pkgs="elfutils python3.11-dbg python3-torch python3-torchvision xz-utils sqlite3 gzip
+test_pkgs="python3 elfutils python3.11-dbg python3-torch python3-torchvision xz-utils sqlite3 gzip
   libxml2-utils procps perl clang libclang-rt-14-dev binutils"
 
 pkgs=$build_pkgs

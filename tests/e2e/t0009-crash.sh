@@ -27,7 +27,9 @@ check "a truncated profile says so" grep -q '^status: *truncated' segv.info
 "$SP" run -o kill.prof -- "$BIN/stress" sleep >/dev/null 2>kill.err &
 runner=$!
 for i in $(seq 50); do
-	pid=$(pgrep -f "$BIN/stress sleep" | head -1)
+	# the target is the runner's child; matching on the command line alone
+	# would also find `stackprof run ... stress sleep` itself
+	pid=$(pgrep -P "$runner" -f "stress sleep" | head -1)
 	[ -n "$pid" ] && [ -s kill.prof ] && break
 	sleep 0.1
 done
