@@ -8,10 +8,24 @@
 import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
 
+// Only the package installed under the prefix counts: node would otherwise
+// find a distribution's copy (Debian's npm pulls in ajv 6) and test the
+// wrong library.
+function requireFromPrefix(prefix, name) {
+	const req = createRequire(prefix + '/package.json');
+	const path = req.resolve(name);
+	if (!path.startsWith(prefix + '/node_modules/')) {
+		const e = new Error(`${name} resolves to ${path}, outside ${prefix}`);
+		e.code = 'MODULE_NOT_FOUND';
+		throw e;
+	}
+	return req(name);
+}
+
 const [file, prefix] = process.argv.slice(2);
 let JSDOM;
 try {
-	({ JSDOM } = createRequire(prefix + '/package.json')('jsdom'));
+	({ JSDOM } = requireFromPrefix(prefix, 'jsdom'));
 } catch (e) {
 	console.log(`SKIP: jsdom is not installed under ${prefix} (${e.code || e.message})`);
 	process.exit(77);

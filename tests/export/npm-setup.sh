@@ -13,6 +13,6 @@ if [ -d "$PREFIX/node_modules/pprof-format" ] && [ -d "$PREFIX/node_modules/ajv"
 	exit 0
 fi
 mkdir -p "$PREFIX"
-npm install --no-audit --no-fund --loglevel=error --prefix "$PREFIX" pprof-format@2 ajv@8 jsdom@24 ||
+npm install --no-audit --no-fund --loglevel=error --fetch-retries=1 --fetch-timeout=60000 --prefix "$PREFIX" pprof-format@2 ajv@8 jsdom@24 ||
 	echo "npm install failed: the pprof and speedscope consumer tests will skip"
 exit 0

@@ -10,10 +10,24 @@ import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
 
+// Only the package installed under the prefix counts: node would otherwise
+// find a distribution's copy (Debian's npm pulls in ajv 6) and test the
+// wrong library.
+function requireFromPrefix(prefix, name) {
+	const req = createRequire(prefix + '/package.json');
+	const path = req.resolve(name);
+	if (!path.startsWith(prefix + '/node_modules/')) {
+		const e = new Error(`${name} resolves to ${path}, outside ${prefix}`);
+		e.code = 'MODULE_NOT_FOUND';
+		throw e;
+	}
+	return req(name);
+}
+
 const [file, prefix, mode] = process.argv.slice(2);
 let Profile;
 try {
-	({ Profile } = createRequire(prefix + '/package.json')('pprof-format'));
+	({ Profile } = requireFromPrefix(prefix, 'pprof-format'));
 } catch (e) {
 	console.log(`SKIP: pprof-format is not installed under ${prefix} (${e.code || e.message})`);
 	process.exit(77);
