@@ -129,6 +129,7 @@ int sp_folded_sort(struct sp_folded *f)
 		return -ENOMEM;
 	sp_sort_f = f;
 	sp_sort_rank = rank;
-	qsort(f->stacks, f->n_stacks, sizeof(*f->stacks), sp_fold_cmp);
+	if (f->n_stacks > 1) /* qsort(NULL, 0, ...) is undefined */
+		qsort(f->stacks, f->n_stacks, sizeof(*f->stacks), sp_fold_cmp);
 	return 0;
 }

@@ -99,6 +99,8 @@ static bool sp_die_has_code(Dwarf_Die *die)
 	return dwarf_ranges(die, 0, &base, &lo, &hi) > 0;
 }
 
+#define SP_DWARF_MAX_DEPTH 256
+
 /*
  * Collects the function and inline DIEs under parent. DIEs without code are
  * pruned with their subtrees, as dwarf_getscopes does: declarations, abstract
@@ -110,6 +112,11 @@ static bool sp_die_has_code(Dwarf_Die *die)
 static int sp_dwcu_walk(struct sp_dwarfidx *x, struct sp_dwcu *cu, Dwarf_Die *parent,
 			int32_t parent_node, uint32_t depth, bool deep)
 {
+	/* Real code nests a few dozen levels; a crafted file nested 55,000
+	 * deep overflowed the stack (found by fuzzing). Deeper DIEs are left
+	 * out: their code is reported as the enclosing function. */
+	if (depth > SP_DWARF_MAX_DEPTH)
+		return 0;
 	Dwarf_Die c;
 	if (dwarf_child(parent, &c) != 0)
 		return 0;

@@ -55,7 +55,8 @@ static int64_t sp_ehcur_sleb(struct sp_ehcur *c)
 		shift += 7;
 		if (!(b & 0x80)) {
 			if (shift < 64 && (b & 0x40))
-				v |= -((int64_t)1 << shift);
+				v |= (int64_t)(~(uint64_t)0
+					       << shift); /* sign-extend, no signed shift */
 			return v;
 		}
 	}

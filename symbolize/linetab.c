@@ -91,7 +91,8 @@ static int64_t sp_lcur_sleb(struct sp_lcur *c)
 		shift += 7;
 		if (!(b & 0x80)) {
 			if (shift < 64 && (b & 0x40))
-				v |= -((int64_t)1 << shift);
+				v |= (int64_t)(~(uint64_t)0
+					       << shift); /* sign-extend, no signed shift */
 			return v;
 		}
 	}
@@ -417,7 +418,10 @@ int sp_linetab_new(const struct sp_linesrc *src, uint64_t off, unsigned address_
 		if (op >= opcode_base) {
 			if (!line_range)
 				goto out;
-			line += line_base + (int)((op - opcode_base) % line_range);
+			/* wrap, don't overflow: a corrupt table may say anything */
+			line = (int64_t)((uint64_t)line +
+					 (uint64_t)(int64_t)(line_base + (int)((op - opcode_base) %
+									       line_range)));
 			SP_ADVANCE((op - opcode_base) / line_range);
 			SP_ROW(0);
 		} else if (op == 0) {
@@ -461,7 +465,7 @@ int sp_linetab_new(const struct sp_linesrc *src, uint64_t off, unsigned address_
 				SP_ADVANCE(sp_lcur_uleb(&c));
 				break;
 			case DW_LNS_advance_line:
-				line += sp_lcur_sleb(&c);
+				line = (int64_t)((uint64_t)line + (uint64_t)sp_lcur_sleb(&c));
 				break;
 			case DW_LNS_set_file:
 				file = sp_lcur_uleb(&c);
