@@ -185,7 +185,8 @@ static void modules(struct w *w)
 	    .end = 0x401000,
 	    .bias = 0,
 	    .path = (char *)"/usr/bin/seed",
-	    .build_id = {0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16},
+	    .build_id = {0xde, 0xad, 0xbe, 0xef, 1,  2,	 3,  4,	 5,  6,
+			 7,    8,    9,	   10,	 11, 12, 13, 14, 15, 16},
 	    .build_id_len = 20,
 	};
 	ok(sp_writer_module(w->w, &m), "module");
@@ -290,7 +291,8 @@ int main(int argc, char **argv)
 		struct sp_prof_sample smp = {.tid = 100 + blk, .stack = next, .weight_ns = 1000};
 		ok(sp_writer_sample(w.w, &smp), "sample");
 		next++;
-		struct sp_prof_stats stb = {.samples = (uint64_t)blk + 1, .timer = (char *)"itimer-prof"};
+		struct sp_prof_stats stb = {.samples = (uint64_t)blk + 1,
+					    .timer = (char *)"itimer-prof"};
 		ok(sp_writer_stats(w.w, &stb), "stats");
 		ok(sp_writer_flush(w.w), "flush");
 	}
@@ -309,7 +311,8 @@ int main(int argc, char **argv)
 
 	/* exec: the last flush carries an EXEC stats record, no zlib end */
 	begin(&w, "/usr/bin/seed");
-	struct sp_prof_stats se = {.flags = SP_STATS_EXEC, .samples = 0, .timer = (char *)"perf-task-clock"};
+	struct sp_prof_stats se = {
+	    .flags = SP_STATS_EXEC, .samples = 0, .timer = (char *)"perf-task-clock"};
 	ok(sp_writer_stats(w.w, &se), "stats");
 	ok(sp_writer_flush(w.w), "flush");
 	finish(&w, "exec", 0, 0);
@@ -317,10 +320,10 @@ int main(int argc, char **argv)
 	/* a newer minor revision: an unknown record type is skipped */
 	{
 		static const uint8_t rec[] = {
-		    0x3,					/* mode: fix CRCs, end the stream */
-		    1, 11, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* header, version 1, empty strings */
-		    42, 3, 1, 2, 3,			/* type 42, 3 bytes */
-		    9, 0,				/* checkpoint, filled in by the harness */
+		    0x3,				      /* mode: fix CRCs, end the stream */
+		    1,	 11, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* header, version 1, empty strings */
+		    42,	 3,  1, 2, 3,			      /* type 42, 3 bytes */
+		    9,	 0, /* checkpoint, filled in by the harness */
 		};
 		put("unknown-type.rec", rec, sizeof(rec));
 	}
