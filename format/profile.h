@@ -132,6 +132,7 @@ struct sp_prof_stats {
 	uint64_t overruns;
 	char *timer;	     /* the timer that really ran */
 	uint64_t handler_ns; /* CPU time spent in the SIGPROF handler, all samples */
+	uint64_t throttled;  /* samples skipped because the handler overran its budget */
 };
 
 /* ---------------------------------------------------------------- writer */

@@ -293,8 +293,11 @@ static bool sp_parse_record(struct sp_reader *r, uint8_t type, const uint8_t *da
 		s.signals = sp_cursor_uleb(&c);
 		s.overruns = sp_cursor_uleb(&c);
 		s.timer = sp_cursor_str(&c);
-		if (c.p < c.end) /* added after the first files were written */
+		/* added after the first files were written */
+		if (c.p < c.end)
 			s.handler_ns = sp_cursor_uleb(&c);
+		if (c.p < c.end)
+			s.throttled = sp_cursor_uleb(&c);
 		if (p->stats.timer != r->committed.stats.timer)
 			sp_stats_release(&p->stats);
 		p->stats = s;

@@ -204,6 +204,7 @@ int sp_writer_stats(struct sp_writer *w, const struct sp_prof_stats *s)
 	sp_buf_put_uleb(b, s->overruns);
 	sp_buf_put_str(b, s->timer);
 	sp_buf_put_uleb(b, s->handler_ns);
+	sp_buf_put_uleb(b, s->throttled);
 	return sp_writer_emit(w, SP_REC_STATS);
 }
 

@@ -20,6 +20,16 @@ void sp_handler(int sig, siginfo_t *si, void *uc)
 	uint64_t weight = sp_g.timer->weight(t, si, sp_g.period_ns);
 	if (!atomic_load_explicit(&sp_g.sampling, memory_order_relaxed))
 		goto out;
+	if (t->throttle) {
+		/* like a lower rate: the skipped time goes to the next sample
+		 * taken, so the thread's CPU total stays whole */
+		t->throttle--;
+		t->throttled_weight += weight;
+		atomic_fetch_add_explicit(&t->throttled, 1, memory_order_relaxed);
+		goto out;
+	}
+	weight += t->throttled_weight;
+	t->throttled_weight = 0;
 
 	size_t max = sp_g.cfg.max_depth;
 	uint64_t c0 = sp_thread_cpu_ns();
@@ -29,7 +39,11 @@ void sp_handler(int sig, siginfo_t *si, void *uc)
 		goto out;
 	}
 	uint32_t flags = 0;
-	sp_modules_enter();
+	if (!sp_modules_enter()) {
+		/* a dlclose is under way: the reservation is simply not committed */
+		atomic_fetch_add_explicit(&t->skipped, 1, memory_order_relaxed);
+		goto out;
+	}
 	sp_in_unwind = 1;
 	size_t depth = sp_unwind_signal(uc, e + SP_ENTRY_PCS, max, &flags);
 	sp_in_unwind = 0;
@@ -44,7 +58,15 @@ void sp_handler(int sig, siginfo_t *si, void *uc)
 	if (flags & SP_STACK_TRUNCATED)
 		atomic_fetch_add_explicit(&t->truncated, 1, memory_order_relaxed);
 	/* CPU time, not wall time: on a busy machine the handler may be preempted */
-	atomic_fetch_add_explicit(&t->handler_ns, sp_thread_cpu_ns() - c0, memory_order_relaxed);
+	uint64_t cost = sp_thread_cpu_ns() - c0;
+	atomic_fetch_add_explicit(&t->handler_ns, cost, memory_order_relaxed);
+	t->last_cost = cost;
+	/* A handler that takes more than an eighth of the period (deep stacks
+	 * at a high rate) would leave the program little time between samples:
+	 * skip as many samples as it overran, and count them. */
+	uint64_t budget = sp_g.period_ns / 8;
+	if (budget && cost > budget)
+		t->throttle = cost / budget > 64 ? 64 : (uint32_t)(cost / budget);
 out:
 	errno = saved_errno;
 }

@@ -260,9 +260,16 @@ size_t sp_module_build_id(const struct sp_mod *m, uint8_t *out, size_t cap)
 	return 0;
 }
 
-void sp_modules_enter(void)
+bool sp_modules_enter(void)
 {
+	/* seq_cst on both sides: dlclose raises modules_changing, then waits for
+	 * inflight == 0; we raise inflight, then look at modules_changing */
 	atomic_fetch_add(&sp_g.inflight, 1);
+	if (atomic_load(&sp_g.modules_changing)) {
+		atomic_fetch_sub(&sp_g.inflight, 1);
+		return false;
+	}
+	return true;
 }
 
 void sp_modules_leave(void)

@@ -71,8 +71,13 @@ size_t sp_module_build_id(const struct sp_mod *m, uint8_t *out, size_t cap);
  */
 bool sp_modules_is_text(uintptr_t addr);
 
-/* Brackets the handler's use of the snapshot. Signal-safe. */
-void sp_modules_enter(void);
+/*
+ * Brackets the handler's use of the snapshot and of the modules' unwind
+ * tables. Returns false (and enters nothing) while a dlclose() is under
+ * way: the module being closed may be unmapped at any moment, so the sample
+ * is skipped. Signal-safe.
+ */
+bool sp_modules_enter(void);
 void sp_modules_leave(void);
 
 /* Glibc's dl_iterate_phdr, for everyone but the handler. */

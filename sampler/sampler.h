@@ -60,6 +60,10 @@ struct sp_thread {
 	_Atomic uint64_t unwind_errors;
 	_Atomic uint64_t truncated;
 	_Atomic uint64_t handler_ns; /* CPU time in the handler, for the overhead figure */
+	_Atomic uint64_t throttled;  /* samples not taken because the handler was too slow */
+	uint64_t last_cost;	     /* CPU time of the previous handler run */
+	uint32_t throttle;	     /* samples still to skip */
+	uint64_t throttled_weight;   /* their CPU time, carried to the next sample */
 	char name_at_exit[16];	     /* the thread's name, read as it exits */
 };
 

@@ -182,6 +182,10 @@ static uint64_t sp_perf_weight(struct sp_thread *t, const siginfo_t *si, uint64_
 	if (!last || now <= last)
 		return period_ns;
 	uint64_t w = now - last;
+	/* the task clock also ran during the previous handler: that time is
+	 * the profiler's, not the interrupted code's */
+	if (t->last_cost < w / 2)
+		w -= t->last_cost;
 	if (w > period_ns + period_ns / 2)
 		atomic_fetch_add_explicit(&t->overruns, w / period_ns - 1, memory_order_relaxed);
 	return w;

@@ -347,6 +347,7 @@ static void sp_add_counters(struct sp_prof_stats *st, struct sp_thread *t)
 	st->signals += atomic_load(&t->signals);
 	st->overruns += atomic_load(&t->overruns);
 	st->handler_ns += atomic_load(&t->handler_ns);
+	st->throttled += atomic_load(&t->throttled);
 }
 
 static void sp_drain_all(struct sp_wstate *s, bool names)
@@ -454,9 +455,19 @@ static int sp_try_open(char *path, size_t cap, bool overwrite, const char *fmt, 
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC;
-	flags |= overwrite ? O_TRUNC : O_EXCL;
-	return open(path, flags, 0600);
+	int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+	int fd = open(path, flags, 0600);
+	if (fd < 0 && errno == EEXIST && overwrite) {
+		/* replace, don't truncate: a parent that exec'ed a child (timeout,
+		 * a shell) may still be writing the old file, which then stays
+		 * whole on its unlinked inode instead of being interleaved */
+		struct stat st;
+		if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && unlink(path) == 0)
+			fd = open(path, flags, 0600);
+		else
+			errno = EEXIST;
+	}
+	return fd;
 }
 
 /*

@@ -93,7 +93,8 @@ void sp_summary_print_counts(FILE *f, const struct sp_profile *p, const struct s
 		"overruns %llu\n",
 		prefix, (unsigned long long)st->drops, (unsigned long long)st->unwind_errors,
 		100.0 * s->unwind_err_fraction, (unsigned long long)st->truncated,
-		(unsigned long long)st->skipped, (unsigned long long)st->overruns);
+		(unsigned long long)(st->skipped + st->throttled),
+		(unsigned long long)st->overruns);
 	if (s->rooted_fraction >= 0)
 		fprintf(f, "%s%.1f%% of samples unwound to a thread root (_start, clone3, ...)\n",
 			prefix, 100.0 * s->rooted_fraction);
