@@ -639,6 +639,22 @@ void sp_writer_exec_flush(void)
 	pthread_mutex_unlock(&sp_g.lock);
 }
 
+/* Frees what the writer state owns; the state itself only if free_self. */
+static void sp_wstate_release(struct sp_wstate *s, bool free_self)
+{
+	free(s->slots);
+	free(s->arena);
+	for (size_t i = 0; i < s->n_mods; i++)
+		free(s->mods[i].name);
+	free(s->mods);
+	s->slots = NULL;
+	s->arena = NULL;
+	s->mods = NULL;
+	s->n_mods = 0;
+	if (free_self)
+		free(s);
+}
+
 void sp_writer_stop(bool final)
 {
 	struct sp_wstate *s = sp_ws;
@@ -656,12 +672,9 @@ void sp_writer_stop(bool final)
 	sp_writer_close(s->w);
 	close(s->fd);
 	sp_ws = NULL;
-	free(s->slots);
-	free(s->arena);
-	for (size_t i = 0; i < s->n_mods; i++)
-		free(s->mods[i].name);
-	free(s->mods);
-	free(s);
+	/* a thread may still be in sp_writer_flush_now(), about to read
+	 * s->stop: at exit, keeping the struct is cheaper than a use-after-free */
+	sp_wstate_release(s, false);
 }
 
 void sp_writer_forget(void)
@@ -669,15 +682,11 @@ void sp_writer_forget(void)
 	struct sp_wstate *s = sp_ws;
 	if (!s)
 		return;
-	/* the parent owns the file and its zlib stream: drop our copies silently */
+	/* the parent owns the file and its zlib stream: drop our copies
+	 * silently; the child has a single thread, so everything can go */
 	sp_writer_abandon(s->w);
 	close(s->fd);
-	free(s->slots);
-	free(s->arena);
-	for (size_t i = 0; i < s->n_mods; i++)
-		free(s->mods[i].name);
-	free(s->mods);
-	free(s);
+	sp_wstate_release(s, true);
 	sp_ws = NULL;
 	sp_g.writer_running = false;
 }
