@@ -1,0 +1,196 @@
+#!/bin/bash
+# shellcheck disable=SC2046 # median/iqr take their numbers as words: $(...) unquoted on purpose
+# bench/overhead.sh - what profiling costs resnet18, as a ratio of profiled
+# to unprofiled time measured in the same benchmark run.
+#
+# resnet18 (tools/resnet18, built as BUILD_DIR/resnet18) runs `--batch B
+# --iters N --threads 2` and prints "median X ms/iter". Each profiled
+# configuration is paired with an unprofiled run next to it (every round runs
+# every pair; the order inside a pair alternates between rounds, A B / B A),
+# so that the machine's load drifts out of the ratio; the reported ratio is
+# the median over rounds of the paired ratios profiled/unprofiled, with the
+# interquartile range of those ratios to show the noise. The CPU ratio
+# (user+sys of everything the command started, perf's own process included)
+# is shown next to it. With 2 threads on 2 CPUs resnet18's pool spins while
+# it waits, so on a shared machine both figures move with the neighbours'
+# load; `-t 1` (one thread, no spinning) makes the CPU ratio the steadier
+# measure of what the profiler adds.
+#
+# Configurations:
+#   stackprof  LD_PRELOAD=libstackprof.so STACKPROF_FREQ=100, 1000, 4000
+#              (timer "auto": posix CPU timers at 100 Hz, perf task-clock above)
+#   gperftools LD_PRELOAD=libprofiler.so CPUPROFILE_FREQUENCY=100, 1000
+#              (if installed; setitimer(ITIMER_PROF): one signal per kernel
+#              tick at most for the whole process, whatever the frequency)
+#   perf       perf record -g -F 1000 -e cpu-clock (if usable)
+# For stackprof the raw profile's size per sample is reported too (file size
+# and samples from `stackprof info`); for gperftools the samples it took
+# ("interrupts" in its exit message); for perf the samples it wrote.
+# Outputs go to a temp dir that is removed at the end.
+#
+# Targets (DESIGN.md / issue): at most 1% at 100 Hz, at most 3% at 1 kHz.
+#
+# usage: bench/overhead.sh [BUILD_DIR] [-r ROUNDS] [-b "1 8"] [-t THREADS]
+#                           [-c CONFIGS] [--quick]
+#   BUILD_DIR   a stackprof build (default ./build)
+#   -r ROUNDS   pairs per configuration (default 9 at batch 1, 5 at batch 8)
+#   -t THREADS  resnet18 --threads (default 2)
+#   -b BATCHES  batch sizes (default "1 8"); iterations per run: 10 at batch 1,
+#               3 at batch 8, 1 warm-up (BENCH_ITERS overrides)
+#   -c CONFIGS  subset, e.g. "sp100 sp1000" (default all that are installed:
+#               sp100 sp1000 sp4000 gperf100 gperf1000 perf1000)
+#   --quick     -r 3 -b 1 (about 2 minutes)
+# Runtime with the defaults: about 15-18 minutes on a 2-core machine (more
+# when it is loaded).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+cmdline=$(bench_cmdline "$0" "$@")
+
+build=./build
+rounds=""
+batches="1 8"
+threads=2
+want=""
+while [ $# -gt 0 ]; do
+	case $1 in
+	-r) rounds=${2:?-r needs a number}; shift 2 ;;
+	-b) batches=${2:?-b needs batch sizes}; shift 2 ;;
+	-t) threads=${2:?-t needs a thread count}; shift 2 ;;
+	-c) want=${2:?-c needs configs}; shift 2 ;;
+	--quick) rounds=3; batches=1; shift ;;
+	-h | --help) sed -n '2,/^set -u/p' "$0" | sed '$d; /shellcheck/d; s/^# \{0,1\}//'; exit 0 ;;
+	-*) echo "overhead.sh: unknown option $1" >&2; exit 2 ;;
+	*) build=$1; shift ;;
+	esac
+done
+build=$(bench_build "$build") || exit 2
+SP=$build/stackprof
+LIB=$build/libstackprof.so
+RN=$build/resnet18
+[ -x "$RN" ] || { echo "overhead.sh: $RN is missing" >&2; exit 2; }
+bench_tmpdir
+T=$BENCH_TMP
+
+notes=()
+configs=(sp100 sp1000 sp4000)
+if have_gperf; then configs+=(gperf100 gperf1000); else notes+=("gperftools: $GPERF_LIB not installed: skipped"); fi
+if have_perf; then configs+=(perf1000); else notes+=("perf: not usable here: skipped"); fi
+if [ -n "$want" ]; then
+	sel=()
+	for c in "${configs[@]}"; do case " $want " in *" $c "*) sel+=("$c") ;; esac; done
+	configs=("${sel[@]}")
+fi
+
+iters_for() {
+	if [ -n "${BENCH_ITERS:-}" ]; then echo "$BENCH_ITERS"; elif [ "$1" -ge 4 ]; then echo 3; else echo 10; fi
+}
+
+# cpu_of TIMESFILE: user+sys seconds of the children, from bash's `times`.
+cpu_of() {
+	awk 'NR == 2 {
+		s = 0
+		for (i = 1; i <= 2; i++) { split($i, p, /[ms]/); s += p[1] * 60 + p[2] }
+		printf "%.3f", s
+	}' "$1"
+}
+
+# run CONFIG BATCH TAG: one resnet18 run; prints "ms cpu extra..." (extra: samples bytes timer).
+run() {
+	local cfg=$1 b=$2 d=$T/$1.b$2.$3
+	local it
+	it=$(iters_for "$b")
+	mkdir -p "$d"
+	local rn=("$RN" --batch "$b" --iters "$it" --threads "$threads" --warmup 1)
+	case $cfg in
+	base) (cd "$d" && bash -c '"$@" >out 2>err; times >times' _ "${rn[@]}") ;;
+	sp*)
+		# env inside: the preload must reach resnet18, not the timing shell
+		(cd "$d" && bash -c '"$@" >out 2>err; times >times' _ env LD_PRELOAD="$LIB" \
+			STACKPROF_OUT="$d/s.prof" STACKPROF_FREQ="${cfg#sp}" STACKPROF_QUIET=1 "${rn[@]}")
+		;;
+	gperf*)
+		(cd "$d" && bash -c '"$@" >out 2>err; times >times' _ env LD_PRELOAD="$GPERF_LIB" \
+			CPUPROFILE="$d/g.prof" CPUPROFILE_FREQUENCY="${cfg#gperf}" "${rn[@]}")
+		;;
+	perf*)
+		(cd "$d" && bash -c '"$@" >out 2>err; times >times' _ \
+			perf record -g -F "${cfg#perf}" -e cpu-clock -o "$d/perf.data" -- "${rn[@]}")
+		;;
+	esac
+	local ms cpu extra="- - -"
+	ms=$(sed -n 's/.*median \([0-9.]*\) ms\/iter.*/\1/p' "$d/out")
+	cpu=$(cpu_of "$d/times")
+	case $cfg in
+	sp*) extra=$(stackprof_field "$d/s.prof") ;;
+	gperf*) extra="$(sed -n 's|.*interrupts/evictions/bytes = \([0-9]*\)/[0-9]*/\([0-9]*\).*|\1 \2|p' "$d/err") setitimer" ;;
+	perf*) extra="$(sed -n 's/.*(\([0-9]*\) samples).*/\1/p' "$d/err") $(stat -c %s "$d/perf.data" 2>/dev/null) cpu-clock" ;;
+	esac
+	rm -rf "$d"
+	echo "${ms:--} ${cpu:--} $extra"
+}
+
+raw=$T/raw.txt
+: >"$raw"
+cd "$T" || exit 1
+rounds_for() {
+	if [ -n "$rounds" ]; then echo "$rounds"; elif [ "$1" -ge 4 ]; then echo 5; else echo 9; fi
+}
+echo "overhead: resnet18 batches [$batches], --threads $threads, configs: ${configs[*]}" >&2
+for b in $batches; do
+	nr=$(rounds_for "$b")
+	for ((r = 1; r <= nr; r++)); do
+		for cfg in "${configs[@]}"; do
+			if ((r % 2)); then
+				read -r bms bcpu _ < <(run base "$b" "$r")
+				read -r pms pcpu ps pbytes ptimer < <(run "$cfg" "$b" "$r")
+			else
+				read -r pms pcpu ps pbytes ptimer < <(run "$cfg" "$b" "$r")
+				read -r bms bcpu _ < <(run base "$b" "$r")
+			fi
+			echo "$b $cfg $r $bms $pms $bcpu $pcpu $ps $pbytes $ptimer" >>"$raw"
+			printf '  batch %s round %d/%d %-9s base %s ms, profiled %s ms\n' "$b" "$r" "$nr" "$cfg" "$bms" "$pms" >&2
+		done
+	done
+done
+
+label() {
+	case $1 in
+	sp*) echo "stackprof ${1#sp} Hz" ;;
+	gperf*) echo "gperftools ${1#gperf} Hz" ;;
+	perf*) echo "perf record -g -F ${1#perf}" ;;
+	esac
+}
+
+echo
+echo "Overhead on resnet18 --threads $threads (medians over paired rounds; ratio = profiled / unprofiled run next to it)"
+bench_machine
+for b in $batches; do
+	echo
+	echo "batch $b, $(iters_for "$b") timed iterations per run (+1 warm-up), $(rounds_for "$b") rounds:"
+	printf '%-24s %8s %8s %7s %13s %7s %13s %8s %7s %7s  %s\n' "config" "base" "profiled" "ratio" "(IQR)" "CPU" "(IQR)" "samples" "samples" "bytes/" "timer"
+	printf '%-24s %8s %8s %7s %13s %7s %13s %8s %7s %7s  %s\n' "" "ms/iter" "ms/iter" "wall" "" "ratio" "" "per run" "/CPU-s" "sample" ""
+	for cfg in "${configs[@]}"; do
+		sel() { awk -v b="$b" -v c="$cfg" "\$1 == b && \$2 == c { print $1 }" "$raw"; }
+		bms=$(median $(sel '$4'))
+		pms=$(median $(sel '$5'))
+		ratio=$(median $(sel '($4 > 0 && $5 != "-") ? $5 / $4 : "-"'))
+		riqr=$(iqr $(sel '($4 > 0 && $5 != "-") ? $5 / $4 : "-"'))
+		cratio=$(median $(sel '($6 > 0 && $7 != "-") ? $7 / $6 : "-"'))
+		ciqr=$(iqr $(sel '($6 > 0 && $7 != "-") ? $7 / $6 : "-"'))
+		ns=$(median $(sel '$8'))
+		rate=$(median $(sel '($7 > 0 && $8 ~ /^[0-9]+$/) ? $8 / $7 : "-"'))
+		bps=$(median $(sel '($8 > 0 && $9 ~ /^[0-9]+$/) ? $9 / $8 : "-"'))
+		timer=$(sel '$10' | sort | uniq -c | sort -rn | awk 'NR == 1 { print $2 }')
+		printf '%-24s %8s %8s %7s %13s %7s %13s %8s %7s %7s  %s\n' "$(label "$cfg")" "$(fmt %.1f "$bms")" \
+			"$(fmt %.1f "$pms")" "$(fmt %.3f "$ratio")" "$riqr" "$(fmt %.3f "$cratio")" "$ciqr" "$(fmt %.0f "$ns")" \
+			"$(fmt %.0f "$rate")" "$(fmt %.1f "$bps")" "$timer"
+	done
+done
+echo
+echo "samples/CPU-s: samples per second of the run's CPU time (all threads; perf's own CPU included for perf)."
+echo "bytes/sample: stackprof raw profile size / samples; gperftools profile bytes / interrupts; perf.data size / samples."
+for n in "${notes[@]}"; do echo "note: $n"; done
+echo "targets: ratio <= 1.01 at 100 Hz, <= 1.03 at 1000 Hz"
+echo
+echo "command: $cmdline"
