@@ -123,6 +123,24 @@ int sp_cli_finish_output(FILE *f, const char *name)
 	return SP_EXIT_ERROR;
 }
 
+int sp_cli_end_output(FILE *out, const char *name, int err, bool partial)
+{
+	int rc;
+	if (err && err != -EPIPE) {
+		sp_cli_error("writing %s: %s", strcmp(name, "-") ? name : "stdout", strerror(-err));
+		rc = SP_EXIT_ERROR;
+	} else {
+		rc = err ? SP_EXIT_OK : sp_cli_finish_output(out, name);
+	}
+	if (out != stdout && fclose(out) && rc == SP_EXIT_OK) {
+		sp_cli_error("writing %s: %s", name, strerror(errno));
+		rc = SP_EXIT_ERROR;
+	}
+	if (rc == SP_EXIT_OK && partial)
+		rc = SP_EXIT_ERROR;
+	return rc;
+}
+
 FILE *sp_cli_open_output(const char *path)
 {
 	if (!strcmp(path, "-"))

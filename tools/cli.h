@@ -81,6 +81,15 @@ struct sp_model *sp_cli_build_model(const char *path, const struct sp_profile *p
  */
 int sp_cli_finish_output(FILE *f, const char *name);
 
+/*
+ * Ends a command's output, written by a writer that returned err (0 or
+ * -errno; -EPIPE, a reader that went away, is quiet success). Closes out
+ * unless it is stdout. Returns the exit status: 1 on a write error, and
+ * also when partial (the profile was cut off: what it had was printed, but
+ * a script must not take the run for clean).
+ */
+int sp_cli_end_output(FILE *out, const char *name, int err, bool partial);
+
 /* Opens path for writing ("-" is stdout); prints why and returns NULL on error. */
 FILE *sp_cli_open_output(const char *path);
 

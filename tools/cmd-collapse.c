@@ -133,20 +133,9 @@ int sp_cmd_collapse(int argc, char **argv)
 	if (!out)
 		goto out;
 	int err = sp_collapse_write(model, &co, out);
-	if (err && err != -EPIPE) {
-		sp_cli_error("writing %s: %s", strcmp(output, "-") ? output : "stdout",
-			     strerror(-err));
-		goto out;
-	}
-	rc = err ? SP_EXIT_OK : sp_cli_finish_output(out, output);
-	/* a cut-off profile still printed what it had, but the run must not look clean */
-	if (rc == SP_EXIT_OK && prof->status != SP_READ_OK)
-		rc = SP_EXIT_ERROR;
+	rc = sp_cli_end_output(out, output, err, prof->status != SP_READ_OK);
+	out = NULL; /* closed */
 out:
-	if (out && out != stdout && fclose(out) && rc == SP_EXIT_OK) {
-		sp_cli_error("writing %s: %s", output, strerror(errno));
-		rc = SP_EXIT_ERROR;
-	}
 	sp_model_free(model);
 	sp_profile_free(prof);
 	free(tids);

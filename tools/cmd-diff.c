@@ -203,20 +203,10 @@ int sp_cmd_diff(int argc, char **argv)
 		goto out;
 	int err = collapsed ? sp_collapse_write_diff(model[0], model[1], &co, out)
 			    : sp_diff_write(model[0], model[1], &dopt, out);
-	if (err && err != -EPIPE) {
-		sp_cli_error("writing %s: %s", strcmp(output, "-") ? output : "stdout",
-			     strerror(-err));
-		goto out;
-	}
-	rc = err ? SP_EXIT_OK : sp_cli_finish_output(out, output);
-	/* a cut-off profile still printed what it had, but the run must not look clean */
-	if (rc == SP_EXIT_OK && (prof[0]->status != SP_READ_OK || prof[1]->status != SP_READ_OK))
-		rc = SP_EXIT_ERROR;
+	rc = sp_cli_end_output(out, output, err,
+			       (prof[0]->status != SP_READ_OK || prof[1]->status != SP_READ_OK));
+	out = NULL; /* closed */
 out:
-	if (out && out != stdout && fclose(out) && rc == SP_EXIT_OK) {
-		sp_cli_error("writing %s: %s", output, strerror(errno));
-		rc = SP_EXIT_ERROR;
-	}
 	for (int i = 0; i < 2; i++) {
 		sp_model_free(model[i]);
 		sp_profile_free(prof[i]);

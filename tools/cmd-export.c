@@ -159,20 +159,10 @@ int sp_cmd_export(int argc, char **argv)
 		err = sp_speedscope_write(model, &lo, "stackprof " SP_VERSION, out);
 		break;
 	}
-	if (err && err != -EPIPE) {
-		sp_cli_error("writing %s: %s", strcmp(output, "-") ? output : "stdout",
-			     strerror(-err));
-		goto out;
-	}
-	rc = err ? SP_EXIT_OK : sp_cli_finish_output(out, output);
 	/* a cut-off profile still exported what it had, but the run must not look clean */
-	if (rc == SP_EXIT_OK && prof->status != SP_READ_OK)
-		rc = SP_EXIT_ERROR;
+	rc = sp_cli_end_output(out, output, err, prof->status != SP_READ_OK);
+	out = NULL; /* closed */
 out:
-	if (out && out != stdout && fclose(out) && rc == SP_EXIT_OK) {
-		sp_cli_error("writing %s: %s", output, strerror(errno));
-		rc = SP_EXIT_ERROR;
-	}
 	sp_model_free(model);
 	sp_profile_free(prof);
 	free(tids);
