@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "rangemap.h"
+#include "leb.h"
 
 struct sp_ehframe {
 	struct sp_rangemap map; /* address -> FDE index */
@@ -30,38 +31,12 @@ struct sp_ehcur {
 
 static uint64_t sp_ehcur_uleb(struct sp_ehcur *c)
 {
-	uint64_t v = 0;
-	unsigned shift = 0;
-	while (c->p < c->end) {
-		uint8_t b = *c->p++;
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80))
-			return v;
-	}
-	c->bad = true;
-	return 0;
+	return sp_leb_u(&c->p, c->end, &c->bad);
 }
 
 static int64_t sp_ehcur_sleb(struct sp_ehcur *c)
 {
-	int64_t v = 0;
-	unsigned shift = 0;
-	while (c->p < c->end) {
-		uint8_t b = *c->p++;
-		if (shift < 64)
-			v |= (int64_t)((uint64_t)(b & 0x7f) << shift);
-		shift += 7;
-		if (!(b & 0x80)) {
-			if (shift < 64 && (b & 0x40))
-				v |= (int64_t)(~(uint64_t)0
-					       << shift); /* sign-extend, no signed shift */
-			return v;
-		}
-	}
-	c->bad = true;
-	return 0;
+	return sp_leb_s(&c->p, c->end, &c->bad);
 }
 
 static uint64_t sp_ehcur_fixed(struct sp_ehcur *c, unsigned n, bool is_signed)

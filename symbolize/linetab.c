@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "leb.h"
 
 struct sp_linerow {
 	uint64_t addr;
@@ -66,38 +67,12 @@ static uint64_t sp_lcur_fixed(struct sp_lcur *c, unsigned n)
 
 static uint64_t sp_lcur_uleb(struct sp_lcur *c)
 {
-	uint64_t v = 0;
-	unsigned shift = 0;
-	while (c->p < c->end) {
-		uint8_t b = *c->p++;
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80))
-			return v;
-	}
-	c->bad = true;
-	return 0;
+	return sp_leb_u(&c->p, c->end, &c->bad);
 }
 
 static int64_t sp_lcur_sleb(struct sp_lcur *c)
 {
-	int64_t v = 0;
-	unsigned shift = 0;
-	while (c->p < c->end) {
-		uint8_t b = *c->p++;
-		if (shift < 64)
-			v |= (int64_t)((uint64_t)(b & 0x7f) << shift);
-		shift += 7;
-		if (!(b & 0x80)) {
-			if (shift < 64 && (b & 0x40))
-				v |= (int64_t)(~(uint64_t)0
-					       << shift); /* sign-extend, no signed shift */
-			return v;
-		}
-	}
-	c->bad = true;
-	return 0;
+	return sp_leb_s(&c->p, c->end, &c->bad);
 }
 
 static const char *sp_lcur_cstr(struct sp_lcur *c)
