@@ -39,7 +39,8 @@ struct sp_profile *sp_cli_read_profile(const char *path)
 	return p;
 }
 
-int sp_cli_model_option(struct sp_model_opts *mo, int32_t **tids, int opt, const char *arg)
+int sp_cli_model_option(struct sp_model_opts *mo, int32_t **tids, int opt, const char *arg,
+			const char *usage, int *rc)
 {
 	switch (opt) {
 	case SP_OPT_THREAD:
@@ -47,7 +48,8 @@ int sp_cli_model_option(struct sp_model_opts *mo, int32_t **tids, int opt, const
 		*tids = NULL;
 		if (sp_model_parse_tids(arg, tids, &mo->n_tids)) {
 			sp_cli_error("--thread: '%s' is not a list of thread ids", arg);
-			return -1;
+			*rc = SP_EXIT_USAGE;
+			return 0;
 		}
 		mo->tids = *tids;
 		return 1;
@@ -67,6 +69,7 @@ int sp_cli_model_option(struct sp_model_opts *mo, int32_t **tids, int opt, const
 		mo->search_dir = arg;
 		return 1;
 	default:
+		*rc = sp_cli_usage(usage, true);
 		return 0;
 	}
 }

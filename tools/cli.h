@@ -59,11 +59,14 @@ enum {
 	}
 
 /*
- * Applies one of those options to mo. *tids owns the parsed --thread list
- * (mo->tids points into it; free it when done). Returns 1 if opt was one of
- * them, 0 if not, -1 if its value is bad (the error is printed).
+ * Applies one of those options to mo, for a command's getopt default case.
+ * *tids owns the parsed --thread list (mo->tids points into it; free it when
+ * done). Returns 1 if opt was one of them. Otherwise it has printed why
+ * (a bad value, or usage for an unknown option), set *rc to the usage exit
+ * status, and returns 0.
  */
-int sp_cli_model_option(struct sp_model_opts *mo, int32_t **tids, int opt, const char *arg);
+int sp_cli_model_option(struct sp_model_opts *mo, int32_t **tids, int opt, const char *arg,
+			const char *usage, int *rc);
 
 /*
  * Symbolizes prof into a model for a command. On failure prints why and

@@ -153,15 +153,8 @@ int sp_cmd_top(int argc, char **argv)
 			goto out;
 		default:
 			/* the options every symbolizing command shares */
-			switch (sp_cli_model_option(&mo, &tids, c, optarg)) {
-			case 1:
-				break;
-			case 0:
-				rc = sp_cli_usage(sp_top_usage, true);
+			if (!sp_cli_model_option(&mo, &tids, c, optarg, sp_top_usage, &rc))
 				goto out;
-			default:
-				goto out;
-			}
 			break;
 		}
 	}
