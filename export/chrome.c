@@ -26,19 +26,6 @@ struct sp_chrome {
 	bool first_event;
 };
 
-static const struct sp_model *sp_sort_m;
-
-static int sp_sample_cmp(const void *a, const void *b)
-{
-	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
-	const struct sp_msample *x = &sp_sort_m->samples[i], *y = &sp_sort_m->samples[j];
-	if (x->thread != y->thread)
-		return x->thread < y->thread ? -1 : 1;
-	if (x->time_ns != y->time_ns)
-		return x->time_ns < y->time_ns ? -1 : 1;
-	return (i > j) - (i < j);
-}
-
 static int sp_slice_cmp(const void *a, const void *b)
 {
 	const struct sp_slice *x = a, *y = b;
@@ -140,14 +127,10 @@ int sp_chrome_write(const struct sp_model *m, const struct sp_label_opts *lo, FI
 	c.labels = sp_labels_new(&o);
 	c.open = malloc(max_n * sizeof(*c.open));
 	c.open_start = malloc(max_n * sizeof(*c.open_start));
-	order = malloc((m->n_samples ? m->n_samples : 1) * sizeof(*order));
+	order = sp_model_samples_by_thread(m);
 	if (!c.labels || !c.open || !c.open_start || !order ||
 	    !(c.lab = sp_labels_map(c.labels, m)))
 		goto out;
-	for (size_t i = 0; i < m->n_samples; i++)
-		order[i] = (uint32_t)i;
-	sp_sort_m = m;
-	qsort(order, m->n_samples, sizeof(*order), sp_sample_cmp);
 
 	fputs("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"exporter\":\"stackprof\"", out);
 	if (m->prof && m->prof->header.cmdline) {

@@ -9,7 +9,9 @@
  *   - frames and stacks are interned by content, so identical stacks merge
  *     even when they came from different raw stacks.
  */
+#define _GNU_SOURCE /* qsort_r */
 #include "model.h"
+#include "arena.h"
 #include "htab.h"
 
 #include <errno.h>
@@ -35,24 +37,6 @@ static int sp_u32v_push(struct sp_u32v *a, uint32_t x)
 		a->cap = cap;
 	}
 	a->v[a->n++] = x;
-	return 0;
-}
-
-/* Grows *arr (of elem bytes each) so that index n fits. */
-static int sp_grow(void **arr, size_t *cap, size_t n, size_t elem)
-{
-	if (n < *cap)
-		return 0;
-	size_t c = *cap ? *cap * 2 : 64;
-	while (c <= n)
-		c *= 2;
-	void *p = realloc(*arr, c * elem);
-	if (!p)
-		return -ENOMEM;
-	/* new slots start zeroed: several users treat 0 as "not made yet" */
-	memset((char *)p + *cap * elem, 0, (c - *cap) * elem);
-	*arr = p;
-	*cap = c;
 	return 0;
 }
 
@@ -145,7 +129,7 @@ static int64_t sp_frame_intern(struct sp_builder *b, const struct sp_mframe *f)
 	if (id >= 0)
 		return id;
 	struct sp_model *m = b->m;
-	if (sp_grow((void **)&m->frames, &b->frames_cap, m->n_frames, sizeof(*m->frames)))
+	if (sp_array_grow((void **)&m->frames, &b->frames_cap, m->n_frames + 1, sizeof(*m->frames)))
 		return -ENOMEM;
 	m->frames[m->n_frames] = *f;
 	if (sp_htab_insert(&b->frame_idx, h, (uint32_t)m->n_frames))
@@ -158,7 +142,7 @@ static char *sp_model_own(struct sp_builder *b, char *s)
 {
 	if (!s)
 		return NULL;
-	if (sp_grow((void **)&b->strs, &b->strs_cap, b->n_strs, sizeof(*b->strs))) {
+	if (sp_array_grow((void **)&b->strs, &b->strs_cap, b->n_strs + 1, sizeof(*b->strs))) {
 		free(s);
 		return NULL;
 	}
@@ -230,7 +214,8 @@ static int64_t sp_thread_index(struct sp_builder *b, int32_t tid)
 	if (i >= 0)
 		return i;
 	struct sp_model *m = b->m;
-	if (sp_grow((void **)&m->threads, &b->threads_cap, m->n_threads, sizeof(*m->threads)))
+	if (sp_array_grow((void **)&m->threads, &b->threads_cap, m->n_threads + 1,
+			  sizeof(*m->threads)))
 		return -ENOMEM;
 	m->threads[m->n_threads] = (struct sp_mthread){.tid = tid, .name = ""};
 	if (sp_htab_insert(&b->tid_idx, h, (uint32_t)m->n_threads))
@@ -306,8 +291,9 @@ static int64_t sp_pc_loc(struct sp_builder *b, uint64_t pc, bool ret)
 	int n = sp_symbolizer_lookup(m->sym, pc, ret, &fr);
 	if (n < 0)
 		return n;
-	if (sp_grow((void **)&m->locs, &b->locs_cap, m->n_locs, sizeof(*m->locs)) ||
-	    sp_grow((void **)&b->loc_off, &b->loc_off_cap, m->n_locs, sizeof(*b->loc_off)))
+	if (sp_array_grow((void **)&m->locs, &b->locs_cap, m->n_locs + 1, sizeof(*m->locs)) ||
+	    sp_array_grow((void **)&b->loc_off, &b->loc_off_cap, m->n_locs + 1,
+			  sizeof(*b->loc_off)))
 		return -ENOMEM;
 	struct sp_mloc *loc = &m->locs[m->n_locs];
 	loc->addr = pc;
@@ -335,7 +321,7 @@ static int64_t sp_pc_loc(struct sp_builder *b, uint64_t pc, bool ret)
 			return -ENOMEM;
 	}
 
-	if (sp_grow((void **)&b->pcs, &b->pcs_cap, b->n_pcs, sizeof(*b->pcs)))
+	if (sp_array_grow((void **)&b->pcs, &b->pcs_cap, b->n_pcs + 1, sizeof(*b->pcs)))
 		return -ENOMEM;
 	b->pcs[b->n_pcs] = (struct sp_pcent){.pc = pc, .ret = ret, .loc = (uint32_t)m->n_locs};
 	if (sp_htab_insert(&b->pc_idx, h, (uint32_t)b->n_pcs))
@@ -394,8 +380,10 @@ static int64_t sp_stack_intern(struct sp_builder *b)
 	if (i >= 0)
 		return i;
 	struct sp_model *m = b->m;
-	if (sp_grow((void **)&m->stacks, &b->stacks_cap, m->n_stacks, sizeof(*m->stacks)) ||
-	    sp_grow((void **)&b->stack_off, &b->stack_off_cap, m->n_stacks, sizeof(size_t)))
+	if (sp_array_grow((void **)&m->stacks, &b->stacks_cap, m->n_stacks + 1,
+			  sizeof(*m->stacks)) ||
+	    sp_array_grow((void **)&b->stack_off, &b->stack_off_cap, m->n_stacks + 1,
+			  sizeof(size_t)))
 		return -ENOMEM;
 	b->stack_off[m->n_stacks] = b->pool.n;
 	for (size_t k = 0; k < b->cur.n; k++)
@@ -495,7 +483,7 @@ static int64_t sp_sample_stack(struct sp_builder *b, uint32_t thread,
 	int64_t st = sp_make_stack(b, thread, key.range, sp_profile_stack(b->m->prof, s->stack));
 	if (st < 0)
 		return st;
-	if (sp_grow((void **)&b->paths, &b->paths_cap, b->n_paths, sizeof(*b->paths)))
+	if (sp_array_grow((void **)&b->paths, &b->paths_cap, b->n_paths + 1, sizeof(*b->paths)))
 		return -ENOMEM;
 	key.stack = (uint32_t)st;
 	b->paths[b->n_paths] = key;
@@ -561,8 +549,8 @@ struct sp_model *sp_model_build(const struct sp_profile *prof, const struct sp_m
 		if (b.o->range && !sp_range_wanted(&b, s->range))
 			continue;
 		int64_t t = sp_thread_index(&b, s->tid);
-		if (t < 0 || sp_grow((void **)&b.thread_frame, &b.thread_frame_cap, m->n_threads,
-				     sizeof(*b.thread_frame))) {
+		if (t < 0 || sp_array_grow((void **)&b.thread_frame, &b.thread_frame_cap,
+					   m->n_threads + 1, sizeof(*b.thread_frame))) {
 			err = -ENOMEM;
 			goto out;
 		}
@@ -672,4 +660,27 @@ char *sp_model_thread_label(const struct sp_mthread *t, char *out, size_t len)
 	else
 		snprintf(out, len, "%d", (int)t->tid);
 	return out;
+}
+
+static int sp_sample_cmp(const void *a, const void *b, void *arg)
+{
+	const struct sp_model *m = arg;
+	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+	const struct sp_msample *x = &m->samples[i], *y = &m->samples[j];
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	if (x->time_ns != y->time_ns)
+		return x->time_ns < y->time_ns ? -1 : 1;
+	return (i > j) - (i < j);
+}
+
+uint32_t *sp_model_samples_by_thread(const struct sp_model *m)
+{
+	uint32_t *order = malloc((m->n_samples ? m->n_samples : 1) * sizeof(*order));
+	if (!order)
+		return NULL;
+	for (size_t i = 0; i < m->n_samples; i++)
+		order[i] = (uint32_t)i;
+	qsort_r(order, m->n_samples, sizeof(*order), sp_sample_cmp, (void *)m);
+	return order;
 }

@@ -121,6 +121,13 @@ void sp_model_free(struct sp_model *m);
  */
 int sp_model_parse_tids(const char *s, int32_t **tids, size_t *n);
 
+/*
+ * Sample indexes sorted by thread, then time; profile order breaks ties
+ * (the timelines of chrome.c and speedscope.c). malloc'd, NULL if out of
+ * memory; the caller frees.
+ */
+uint32_t *sp_model_samples_by_thread(const struct sp_model *m);
+
 /* Thread label "name-tid", or "tid" when unnamed, into out; returns out. */
 char *sp_model_thread_label(const struct sp_mthread *t, char *out, size_t len);
 

@@ -7,33 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const struct sp_model *sp_sort_m;
-
-/* Samples of one thread in time order; profile order breaks ties. */
-static int sp_sample_cmp(const void *a, const void *b)
-{
-	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
-	const struct sp_msample *x = &sp_sort_m->samples[i], *y = &sp_sort_m->samples[j];
-	if (x->thread != y->thread)
-		return x->thread < y->thread ? -1 : 1;
-	if (x->time_ns != y->time_ns)
-		return x->time_ns < y->time_ns ? -1 : 1;
-	return (i > j) - (i < j);
-}
-
-/* Sample indexes sorted by (thread, time); the caller frees. Shared with chrome.c's shape. */
-static uint32_t *sp_by_thread(const struct sp_model *m)
-{
-	uint32_t *order = malloc((m->n_samples ? m->n_samples : 1) * sizeof(*order));
-	if (!order)
-		return NULL;
-	for (size_t i = 0; i < m->n_samples; i++)
-		order[i] = (uint32_t)i;
-	sp_sort_m = m;
-	qsort(order, m->n_samples, sizeof(*order), sp_sample_cmp);
-	return order;
-}
-
 int sp_speedscope_write(const struct sp_model *m, const struct sp_label_opts *lo,
 			const char *exporter, FILE *out)
 {
@@ -43,7 +16,8 @@ int sp_speedscope_write(const struct sp_model *m, const struct sp_label_opts *lo
 	uint32_t *lab = NULL, *order = NULL;
 	int32_t *first = NULL; /* per label: a model frame that has it */
 	int err = -ENOMEM;
-	if (!labels || !(lab = sp_labels_map(labels, m)) || !(order = sp_by_thread(m)))
+	if (!labels || !(lab = sp_labels_map(labels, m)) ||
+	    !(order = sp_model_samples_by_thread(m)))
 		goto out;
 	size_t n_labels = sp_labels_count(labels);
 	first = malloc((n_labels ? n_labels : 1) * sizeof(*first));

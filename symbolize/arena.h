@@ -28,6 +28,13 @@ void sp_arena_release(struct sp_arena *a);
 /* Returns size bytes aligned for any scalar, or NULL on allocation failure. */
 void *sp_arena_alloc(struct sp_arena *a, size_t size);
 
+/*
+ * The other allocation pattern here and in export/: a malloc'd array *arr
+ * of *cap elements of elem bytes, grown (doubling) to hold at least need.
+ * New slots start zeroed. 0 or -ENOMEM (then *arr and *cap are unchanged).
+ */
+int sp_array_grow(void **arr, size_t *cap, size_t need, size_t elem);
+
 /* Returns a copy of the first n bytes of s, NUL-terminated, or NULL. */
 char *sp_arena_strndup(struct sp_arena *a, const char *s, size_t n);
 

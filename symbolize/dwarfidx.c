@@ -60,21 +60,6 @@ struct sp_dwarfidx {
 	struct sp_linesrc linesrc; /* sections for sp_linetab */
 };
 
-static int sp_grow(void **p, size_t *cap, size_t need, size_t size)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap * 2 : 64;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(*p, n * size);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
 /* Appends die's address ranges as pieces; returns how many, or -ENOMEM. */
 static int sp_dwarfidx_add_ranges(struct sp_dwarfidx *x, Dwarf_Die *die, uint32_t id, uint32_t prio)
 {
@@ -84,8 +69,8 @@ static int sp_dwarfidx_add_ranges(struct sp_dwarfidx *x, Dwarf_Die *die, uint32_
 	while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
 		if (lo >= hi)
 			continue;
-		if (sp_grow((void **)&x->pieces, &x->pieces_cap, x->n_pieces + 1,
-			    sizeof(*x->pieces)))
+		if (sp_array_grow((void **)&x->pieces, &x->pieces_cap, x->n_pieces + 1,
+				  sizeof(*x->pieces)))
 			return -ENOMEM;
 		x->pieces[x->n_pieces++] = (struct sp_range){lo, hi, id, prio};
 		n++;
@@ -134,8 +119,8 @@ static int sp_dwcu_walk(struct sp_dwarfidx *x, struct sp_dwcu *cu, Dwarf_Die *pa
 				return n;
 			if (n == 0)
 				break;
-			if (sp_grow((void **)&cu->nodes, &cu->nodes_cap, cu->n_nodes + 1,
-				    sizeof(*cu->nodes)))
+			if (sp_array_grow((void **)&cu->nodes, &cu->nodes_cap, cu->n_nodes + 1,
+					  sizeof(*cu->nodes)))
 				return -ENOMEM;
 			bool inl = tag == DW_TAG_inlined_subroutine;
 			bool kids = dwarf_haschildren(&c) > 0;
@@ -262,7 +247,7 @@ static int sp_dwcu_index(struct sp_dwarfidx *x, struct sp_dwcu *cu)
 
 static int sp_dwarfidx_add_cu(struct sp_dwarfidx *x, Dwarf_Die *die, bool split, size_t *cap)
 {
-	if (sp_grow((void **)&x->cus, cap, x->n_cus + 1, sizeof(*x->cus)))
+	if (sp_array_grow((void **)&x->cus, cap, x->n_cus + 1, sizeof(*x->cus)))
 		return -ENOMEM;
 	struct sp_dwcu *cu = &x->cus[x->n_cus];
 	memset(cu, 0, sizeof(*cu));
@@ -306,8 +291,8 @@ static int sp_dwarfidx_add_aranges(struct sp_dwarfidx *x)
 		if (lo == x->n_cus || dwarf_dieoffset(&x->cus[lo].die) != off ||
 		    x->cus[lo].has_ranges)
 			continue;
-		if (sp_grow((void **)&x->pieces, &x->pieces_cap, x->n_pieces + 1,
-			    sizeof(*x->pieces)))
+		if (sp_array_grow((void **)&x->pieces, &x->pieces_cap, x->n_pieces + 1,
+				  sizeof(*x->pieces)))
 			return -ENOMEM;
 		x->pieces[x->n_pieces++] = (struct sp_range){addr, addr + len, (uint32_t)lo, 0};
 	}
@@ -581,7 +566,7 @@ int sp_dwarfidx_lookup(struct sp_dwarfidx *x, uint64_t addr, const struct sp_dwf
 		if (in)
 			id = (int32_t)in->id;
 	}
-	if (sp_grow((void **)&x->out, &x->out_cap, 1, sizeof(*x->out)))
+	if (sp_array_grow((void **)&x->out, &x->out_cap, 1, sizeof(*x->out)))
 		return -ENOMEM;
 	x->out[0] = (struct sp_dwframe){
 	    .func = sp_dwnode_name(x, &cu->nodes[id]),
@@ -595,7 +580,7 @@ int sp_dwarfidx_lookup(struct sp_dwarfidx *x, uint64_t addr, const struct sp_dwf
 	 * corrupt parent link from looping */
 	while (cu->nodes[id].inlined && cu->nodes[id].parent >= 0 && cu->nodes[id].parent < id) {
 		int32_t up = cu->nodes[id].parent;
-		if (sp_grow((void **)&x->out, &x->out_cap, n + 1, sizeof(*x->out)))
+		if (sp_array_grow((void **)&x->out, &x->out_cap, n + 1, sizeof(*x->out)))
 			return -ENOMEM;
 		struct sp_dwframe *f = &x->out[n++];
 		sp_dwnode_call_site(x, cu, &cu->nodes[id], f);

@@ -75,21 +75,6 @@ struct sp_symbolizer {
 	size_t warn_cap;
 };
 
-static int sp_grow(void **p, size_t *cap, size_t need, size_t size)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap * 2 : 16;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(*p, n * size);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
 struct sp_symbolizer *sp_symbolizer_new(unsigned flags)
 {
 	struct sp_symbolizer *s = calloc(1, sizeof(*s));
@@ -146,7 +131,7 @@ static void sp_symbolizer_warn(struct sp_symbolizer *s, const char *what, const 
 {
 	size_t need = s->warn_len + strlen(what) + strlen(why) + 4;
 	/* a warning lost to allocation failure loses nothing else */
-	if (sp_grow((void **)&s->warnings, &s->warn_cap, need, 1))
+	if (sp_array_grow((void **)&s->warnings, &s->warn_cap, need, 1))
 		return;
 	s->warn_len += (size_t)sprintf(s->warnings + s->warn_len, "%s: %s\n", what, why);
 }
@@ -168,7 +153,7 @@ static uint64_t sp_fnv(uint64_t h, const void *p, size_t n)
 
 static int sp_symbolizer_add_file(struct sp_symbolizer *s, struct sp_modfile *f)
 {
-	if (sp_grow((void **)&s->files, &s->files_cap, s->n_files + 1, sizeof(*s->files)))
+	if (sp_array_grow((void **)&s->files, &s->files_cap, s->n_files + 1, sizeof(*s->files)))
 		return -ENOMEM;
 	s->files[s->n_files++] = f;
 	return 0;
@@ -177,7 +162,7 @@ static int sp_symbolizer_add_file(struct sp_symbolizer *s, struct sp_modfile *f)
 static int sp_symbolizer_add_rec(struct sp_symbolizer *s, struct sp_modfile *f, uint64_t start,
 				 uint64_t end, uint64_t bias)
 {
-	if (sp_grow((void **)&s->mods, &s->mods_cap, s->n_mods + 1, sizeof(*s->mods)))
+	if (sp_array_grow((void **)&s->mods, &s->mods_cap, s->n_mods + 1, sizeof(*s->mods)))
 		return -ENOMEM;
 	s->mods[s->n_mods++] = (struct sp_modrec){start, end, bias, f};
 	s->mods_dirty = true;
@@ -256,7 +241,8 @@ int sp_symbolizer_add_jit(struct sp_symbolizer *s, uint64_t start, uint64_t size
 	if (!name || !size || start + size < start)
 		return -EINVAL;
 	const char *copy = sp_arena_strdup(&s->arena, name);
-	if (!copy || sp_grow((void **)&s->jits, &s->jits_cap, s->n_jits + 1, sizeof(*s->jits)))
+	if (!copy ||
+	    sp_array_grow((void **)&s->jits, &s->jits_cap, s->n_jits + 1, sizeof(*s->jits)))
 		return -ENOMEM;
 	s->jits[s->n_jits++] = (struct sp_jit){start, start + size, copy};
 	s->jits_dirty = true;

@@ -173,3 +173,55 @@ int sp_cli_usage(const char *text, bool is_error)
 	fputs(text, is_error ? stderr : stdout);
 	return is_error ? SP_EXIT_USAGE : SP_EXIT_OK;
 }
+
+bool sp_cli_operands(int argc, int optind, int want, const char *what, const char *usage, int *rc)
+{
+	if (argc - optind == want)
+		return true;
+	sp_cli_error("%s", what);
+	*rc = sp_cli_usage(usage, true);
+	return false;
+}
+
+bool sp_cli_parse_metric(const char *s, enum sp_metric *out)
+{
+	if (!strcmp(s, "us"))
+		*out = SP_METRIC_US;
+	else if (!strcmp(s, "samples"))
+		*out = SP_METRIC_SAMPLES;
+	else {
+		sp_cli_error("--metric: '%s' is not us or samples", s);
+		return false;
+	}
+	return true;
+}
+
+bool sp_cli_parse_frame(const char *s, enum sp_label_style *out)
+{
+	if (sp_label_style_parse(s, out) == 0)
+		return true;
+	sp_cli_error("--frame: '%s' is not 'func', 'func (file:line)' or 'pytorch'", s);
+	return false;
+}
+
+bool sp_cli_load(const char *path, const struct sp_model_opts *mo, struct sp_cli_input *in)
+{
+	in->prof = sp_cli_read_profile(path);
+	if (!in->prof)
+		return false;
+	in->model = sp_cli_build_model(path, in->prof, mo);
+	return in->model != NULL;
+}
+
+bool sp_cli_partial(const struct sp_cli_input *in)
+{
+	return in->prof && in->prof->status != SP_READ_OK;
+}
+
+void sp_cli_unload(struct sp_cli_input *in)
+{
+	sp_model_free(in->model);
+	sp_profile_free(in->prof);
+	in->model = NULL;
+	in->prof = NULL;
+}

@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "collapse.h"
+#include "label.h"
 #include "model.h"
 #include "profile.h"
 
@@ -102,5 +104,31 @@ bool sp_cli_parse_ulong(const char *opt, const char *s, unsigned long min, unsig
 
 /* Help text printer: prints text and returns exit status 0, or 2 to stderr if is_error. */
 int sp_cli_usage(const char *text, bool is_error);
+
+/*
+ * Checks that exactly want operands follow the options. If not, prints what
+ * (e.g. "top: expected one PROFILE") and the usage, sets *rc and returns false.
+ */
+bool sp_cli_operands(int argc, int optind, int want, const char *what, const char *usage, int *rc);
+
+/* --metric us|samples and --frame STYLE: print why and return false if bad. */
+bool sp_cli_parse_metric(const char *s, enum sp_metric *out);
+bool sp_cli_parse_frame(const char *s, enum sp_label_style *out);
+
+/* A profile read and symbolized for a command. */
+struct sp_cli_input {
+	struct sp_profile *prof;
+	struct sp_model *model;
+};
+
+/*
+ * Reads path and builds its model with mo (sp_cli_read_profile, then
+ * sp_cli_build_model). On failure prints why and returns false; whatever was
+ * made stays in *in for sp_cli_unload, which takes a zeroed *in too.
+ */
+bool sp_cli_load(const char *path, const struct sp_model_opts *mo, struct sp_cli_input *in);
+/* Whether in's profile was cut off (its output is then not a clean run's). */
+bool sp_cli_partial(const struct sp_cli_input *in);
+void sp_cli_unload(struct sp_cli_input *in);
 
 #endif

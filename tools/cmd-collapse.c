@@ -65,8 +65,7 @@ int sp_cmd_collapse(int argc, char **argv)
 	struct sp_model_opts mo = {0};
 	const char *output = "-";
 	int32_t *tids = NULL;
-	struct sp_profile *prof = NULL;
-	struct sp_model *model = NULL;
+	struct sp_cli_input in = {0};
 	FILE *out = NULL;
 	int rc = SP_EXIT_USAGE, c;
 
@@ -76,22 +75,12 @@ int sp_cmd_collapse(int argc, char **argv)
 			output = optarg;
 			break;
 		case OPT_METRIC:
-			if (!strcmp(optarg, "us"))
-				co.metric = SP_METRIC_US;
-			else if (!strcmp(optarg, "samples"))
-				co.metric = SP_METRIC_SAMPLES;
-			else {
-				sp_cli_error("--metric: '%s' is not us or samples", optarg);
+			if (!sp_cli_parse_metric(optarg, &co.metric))
 				goto out;
-			}
 			break;
 		case OPT_FRAME:
-			if (sp_label_style_parse(optarg, &co.label.style)) {
-				sp_cli_error("--frame: '%s' is not 'func', 'func (file:line)' or "
-					     "'pytorch'",
-					     optarg);
+			if (!sp_cli_parse_frame(optarg, &co.label.style))
 				goto out;
-			}
 			break;
 		case OPT_PER_THREAD:
 			mo.per_thread = true;
@@ -109,28 +98,21 @@ int sp_cmd_collapse(int argc, char **argv)
 			break;
 		}
 	}
-	if (optind != argc - 1) {
-		sp_cli_error("collapse: expected one PROFILE");
-		rc = sp_cli_usage(sp_collapse_usage, true);
+	if (!sp_cli_operands(argc, optind, 1, "collapse: expected one PROFILE", sp_collapse_usage,
+			     &rc))
 		goto out;
-	}
 
 	rc = SP_EXIT_ERROR;
-	prof = sp_cli_read_profile(argv[optind]);
-	if (!prof)
-		goto out;
-	model = sp_cli_build_model(argv[optind], prof, &mo);
-	if (!model)
+	if (!sp_cli_load(argv[optind], &mo, &in))
 		goto out;
 	out = sp_cli_open_output(output);
 	if (!out)
 		goto out;
-	int err = sp_collapse_write(model, &co, out);
-	rc = sp_cli_end_output(out, output, err, prof->status != SP_READ_OK);
+	int err = sp_collapse_write(in.model, &co, out);
+	rc = sp_cli_end_output(out, output, err, sp_cli_partial(&in));
 	out = NULL; /* closed */
 out:
-	sp_model_free(model);
-	sp_profile_free(prof);
+	sp_cli_unload(&in);
 	free(tids);
 	return rc;
 }

@@ -89,8 +89,7 @@ int sp_cmd_diff(int argc, char **argv)
 	bool collapsed = false;
 	const char *output = "-";
 	int32_t *tids = NULL;
-	struct sp_profile *prof[2] = {NULL, NULL};
-	struct sp_model *model[2] = {NULL, NULL};
+	struct sp_cli_input in[2] = {{0}, {0}};
 	FILE *out = NULL;
 	unsigned long v;
 	char *end;
@@ -143,19 +142,12 @@ int sp_cmd_diff(int argc, char **argv)
 			collapsed = true;
 			break;
 		case OPT_METRIC:
-			if (strcmp(optarg, "us") && strcmp(optarg, "samples")) {
-				sp_cli_error("--metric: '%s' is not us or samples", optarg);
+			if (!sp_cli_parse_metric(optarg, &co.metric))
 				goto out;
-			}
-			co.metric = strcmp(optarg, "us") ? SP_METRIC_SAMPLES : SP_METRIC_US;
 			break;
 		case OPT_FRAME:
-			if (sp_label_style_parse(optarg, &co.label.style)) {
-				sp_cli_error("--frame: '%s' is not 'func', 'func (file:line)' or "
-					     "'pytorch'",
-					     optarg);
+			if (!sp_cli_parse_frame(optarg, &co.label.style))
 				goto out;
-			}
 			break;
 		case OPT_PER_THREAD:
 			mo.per_thread = true;
@@ -173,37 +165,26 @@ int sp_cmd_diff(int argc, char **argv)
 			break;
 		}
 	}
-	if (optind != argc - 2) {
-		sp_cli_error("diff: expected BASE and NEW profiles");
-		rc = sp_cli_usage(sp_diff_usage, true);
+	if (!sp_cli_operands(argc, optind, 2, "diff: expected BASE and NEW profiles", sp_diff_usage,
+			     &rc))
 		goto out;
-	}
 
 	rc = SP_EXIT_ERROR;
-	for (int i = 0; i < 2; i++) {
-		const char *path = argv[optind + i];
-		prof[i] = sp_cli_read_profile(path);
-		if (!prof[i])
+	for (int i = 0; i < 2; i++)
+		if (!sp_cli_load(argv[optind + i], &mo, &in[i]))
 			goto out;
-		model[i] = sp_cli_build_model(path, prof[i], &mo);
-		if (!model[i])
-			goto out;
-	}
 	dopt.base_name = argv[optind];
 	dopt.new_name = argv[optind + 1];
 	out = sp_cli_open_output(output);
 	if (!out)
 		goto out;
-	int err = collapsed ? sp_collapse_write_diff(model[0], model[1], &co, out)
-			    : sp_diff_write(model[0], model[1], &dopt, out);
-	rc = sp_cli_end_output(out, output, err,
-			       (prof[0]->status != SP_READ_OK || prof[1]->status != SP_READ_OK));
+	int err = collapsed ? sp_collapse_write_diff(in[0].model, in[1].model, &co, out)
+			    : sp_diff_write(in[0].model, in[1].model, &dopt, out);
+	rc = sp_cli_end_output(out, output, err, sp_cli_partial(&in[0]) || sp_cli_partial(&in[1]));
 	out = NULL; /* closed */
 out:
-	for (int i = 0; i < 2; i++) {
-		sp_model_free(model[i]);
-		sp_profile_free(prof[i]);
-	}
+	for (int i = 0; i < 2; i++)
+		sp_cli_unload(&in[i]);
 	free(tids);
 	return rc;
 }

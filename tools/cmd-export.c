@@ -71,8 +71,7 @@ int sp_cmd_export(int argc, char **argv)
 	enum sp_format fmt = SP_FMT_NONE;
 	const char *output = "-";
 	int32_t *tids = NULL;
-	struct sp_profile *prof = NULL;
-	struct sp_model *model = NULL;
+	struct sp_cli_input in = {0};
 	FILE *out = NULL;
 	int rc = SP_EXIT_USAGE, c;
 
@@ -95,12 +94,8 @@ int sp_cmd_export(int argc, char **argv)
 			output = optarg;
 			break;
 		case OPT_FRAME:
-			if (sp_label_style_parse(optarg, &lo.style)) {
-				sp_cli_error("--frame: '%s' is not 'func', 'func (file:line)' or "
-					     "'pytorch'",
-					     optarg);
+			if (!sp_cli_parse_frame(optarg, &lo.style))
 				goto out;
-			}
 			break;
 		case OPT_PER_THREAD:
 			mo.per_thread = true;
@@ -120,22 +115,15 @@ int sp_cmd_export(int argc, char **argv)
 		rc = sp_cli_usage(sp_export_usage, true);
 		goto out;
 	}
-	if (optind != argc - 1) {
-		sp_cli_error("export: expected one PROFILE");
-		rc = sp_cli_usage(sp_export_usage, true);
+	if (!sp_cli_operands(argc, optind, 1, "export: expected one PROFILE", sp_export_usage, &rc))
 		goto out;
-	}
 	if (fmt == SP_FMT_PPROF && !strcmp(output, "-") && isatty(STDOUT_FILENO)) {
 		sp_cli_error("export: pprof output is gzip data; give -o FILE or redirect stdout");
 		goto out;
 	}
 
 	rc = SP_EXIT_ERROR;
-	prof = sp_cli_read_profile(argv[optind]);
-	if (!prof)
-		goto out;
-	model = sp_cli_build_model(argv[optind], prof, &mo);
-	if (!model)
+	if (!sp_cli_load(argv[optind], &mo, &in))
 		goto out;
 	out = sp_cli_open_output(output);
 	if (!out)
@@ -143,21 +131,20 @@ int sp_cmd_export(int argc, char **argv)
 	int err;
 	switch (fmt) {
 	case SP_FMT_PPROF:
-		err = sp_pprof_write(model, out);
+		err = sp_pprof_write(in.model, out);
 		break;
 	case SP_FMT_CHROME:
-		err = sp_chrome_write(model, &lo, out);
+		err = sp_chrome_write(in.model, &lo, out);
 		break;
 	default:
-		err = sp_speedscope_write(model, &lo, "stackprof " SP_VERSION, out);
+		err = sp_speedscope_write(in.model, &lo, "stackprof " SP_VERSION, out);
 		break;
 	}
 	/* a cut-off profile still exported what it had, but the run must not look clean */
-	rc = sp_cli_end_output(out, output, err, prof->status != SP_READ_OK);
+	rc = sp_cli_end_output(out, output, err, sp_cli_partial(&in));
 	out = NULL; /* closed */
 out:
-	sp_model_free(model);
-	sp_profile_free(prof);
+	sp_cli_unload(&in);
 	free(tids);
 	return rc;
 }

@@ -102,8 +102,7 @@ int sp_cmd_flamegraph(int argc, char **argv)
 	struct sp_model_opts mo = {0};
 	const char *output = "-", *base_path = NULL;
 	int32_t *tids = NULL;
-	struct sp_profile *prof = NULL, *bprof = NULL;
-	struct sp_model *model = NULL, *bmodel = NULL;
+	struct sp_cli_input in = {0}, base = {0};
 	FILE *out = NULL;
 	unsigned long v;
 	int rc = SP_EXIT_USAGE, c;
@@ -142,19 +141,12 @@ int sp_cmd_flamegraph(int argc, char **argv)
 			fo.normalize = true;
 			break;
 		case OPT_METRIC:
-			if (strcmp(optarg, "us") && strcmp(optarg, "samples")) {
-				sp_cli_error("--metric: '%s' is not us or samples", optarg);
+			if (!sp_cli_parse_metric(optarg, &fo.metric))
 				goto out;
-			}
-			fo.metric = strcmp(optarg, "us") ? SP_METRIC_SAMPLES : SP_METRIC_US;
 			break;
 		case OPT_FRAME:
-			if (sp_label_style_parse(optarg, &fo.label.style)) {
-				sp_cli_error("--frame: '%s' is not 'func', 'func (file:line)' or "
-					     "'pytorch'",
-					     optarg);
+			if (!sp_cli_parse_frame(optarg, &fo.label.style))
 				goto out;
-			}
 			break;
 		case OPT_INLINE_MARK:
 			fo.label.inline_mark = true;
@@ -172,47 +164,31 @@ int sp_cmd_flamegraph(int argc, char **argv)
 			break;
 		}
 	}
-	if (optind != argc - 1) {
-		sp_cli_error("flamegraph: expected one PROFILE");
-		rc = sp_cli_usage(sp_flamegraph_usage, true);
+	if (!sp_cli_operands(argc, optind, 1, "flamegraph: expected one PROFILE",
+			     sp_flamegraph_usage, &rc))
 		goto out;
-	}
 	if (fo.normalize && !base_path) {
 		sp_cli_error("--normalize needs --diff BASE");
 		goto out;
 	}
 
 	rc = SP_EXIT_ERROR;
-	prof = sp_cli_read_profile(argv[optind]);
-	if (!prof)
+	if (!sp_cli_load(argv[optind], &mo, &in) ||
+	    (base_path && !sp_cli_load(base_path, &mo, &base)))
 		goto out;
-	model = sp_cli_build_model(argv[optind], prof, &mo);
-	if (!model)
-		goto out;
-	if (base_path) {
-		bprof = sp_cli_read_profile(base_path);
-		if (!bprof)
-			goto out;
-		bmodel = sp_cli_build_model(base_path, bprof, &mo);
-		if (!bmodel)
-			goto out;
-	}
-	if (!model->total_samples)
+	if (!in.model->total_samples)
 		sp_cli_warn("%s: no samples%s; the graph is empty", argv[optind],
 			    mo.n_tids || mo.range ? " match the filters" : "");
 	out = sp_cli_open_output(output);
 	if (!out)
 		goto out;
-	int err = sp_flamegraph_write(model, bmodel, &fo, out);
+	int err = sp_flamegraph_write(in.model, base.model, &fo, out);
 	/* a cut-off profile still drew what it had, but the run must not look clean */
-	rc = sp_cli_end_output(
-	    out, output, err, prof->status != SP_READ_OK || (bprof && bprof->status != SP_READ_OK));
+	rc = sp_cli_end_output(out, output, err, sp_cli_partial(&in) || sp_cli_partial(&base));
 	out = NULL; /* closed */
 out:
-	sp_model_free(model);
-	sp_model_free(bmodel);
-	sp_profile_free(prof);
-	sp_profile_free(bprof);
+	sp_cli_unload(&in);
+	sp_cli_unload(&base);
 	free(tids);
 	return rc;
 }

@@ -57,8 +57,7 @@ int sp_cmd_table(int argc, char **argv)
 	struct sp_model_opts mo = {0};
 	const char *output = "-";
 	int32_t *tids = NULL;
-	struct sp_profile *prof = NULL;
-	struct sp_model *model = NULL;
+	struct sp_cli_input in = {0};
 	FILE *out = NULL;
 	unsigned long v;
 	int rc = SP_EXIT_USAGE, c;
@@ -99,31 +98,23 @@ int sp_cmd_table(int argc, char **argv)
 			break;
 		}
 	}
-	if (optind != argc - 1) {
-		sp_cli_error("table: expected one PROFILE");
-		rc = sp_cli_usage(sp_table_usage, true);
+	if (!sp_cli_operands(argc, optind, 1, "table: expected one PROFILE", sp_table_usage, &rc))
 		goto out;
-	}
 
 	rc = SP_EXIT_ERROR;
-	prof = sp_cli_read_profile(argv[optind]);
-	if (!prof)
+	if (!sp_cli_load(argv[optind], &mo, &in))
 		goto out;
-	model = sp_cli_build_model(argv[optind], prof, &mo);
-	if (!model)
-		goto out;
-	if (!model->total_samples)
+	if (!in.model->total_samples)
 		sp_cli_warn("%s: no samples%s", argv[optind],
 			    mo.n_tids || mo.range ? " match the filters" : "");
 	out = sp_cli_open_output(output);
 	if (!out)
 		goto out;
-	int err = sp_table_write(model, &to, out);
-	rc = sp_cli_end_output(out, output, err, prof->status != SP_READ_OK);
+	int err = sp_table_write(in.model, &to, out);
+	rc = sp_cli_end_output(out, output, err, sp_cli_partial(&in));
 	out = NULL; /* closed */
 out:
-	sp_model_free(model);
-	sp_profile_free(prof);
+	sp_cli_unload(&in);
 	free(tids);
 	return rc;
 }

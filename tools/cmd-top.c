@@ -77,8 +77,7 @@ int sp_cmd_top(int argc, char **argv)
 	struct sp_model_opts mo = {0};
 	const char *output = "-";
 	int32_t *tids = NULL;
-	struct sp_profile *prof = NULL;
-	struct sp_model *model = NULL;
+	struct sp_cli_input in = {0};
 	FILE *out = NULL;
 	regex_t re;
 	bool have_re = false;
@@ -158,34 +157,26 @@ int sp_cmd_top(int argc, char **argv)
 			break;
 		}
 	}
-	if (optind != argc - 1) {
-		sp_cli_error("top: expected one PROFILE");
-		rc = sp_cli_usage(sp_top_usage, true);
+	if (!sp_cli_operands(argc, optind, 1, "top: expected one PROFILE", sp_top_usage, &rc))
 		goto out;
-	}
 	if (to.max_ns && to.max_ns < to.min_ns) {
 		sp_cli_error("--max-time is below --min-time: no row can match");
 		goto out;
 	}
 
 	rc = SP_EXIT_ERROR;
-	prof = sp_cli_read_profile(argv[optind]);
-	if (!prof)
-		goto out;
-	model = sp_cli_build_model(argv[optind], prof, &mo);
-	if (!model)
+	if (!sp_cli_load(argv[optind], &mo, &in))
 		goto out;
 	out = sp_cli_open_output(output);
 	if (!out)
 		goto out;
-	int err = sp_top_write(model, &to, out);
-	rc = sp_cli_end_output(out, output, err, prof->status != SP_READ_OK);
+	int err = sp_top_write(in.model, &to, out);
+	rc = sp_cli_end_output(out, output, err, sp_cli_partial(&in));
 	out = NULL; /* closed */
 out:
 	if (have_re)
 		regfree(&re);
-	sp_model_free(model);
-	sp_profile_free(prof);
+	sp_cli_unload(&in);
 	free(tids);
 	return rc;
 }

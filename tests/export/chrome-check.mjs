@@ -7,15 +7,9 @@
 //
 // usage: node chrome-check.mjs FILE [--fixture]
 import { readFileSync } from 'node:fs';
+import { check, finish } from './harness.mjs';
 
 const [file, mode] = process.argv.slice(2);
-let failures = 0;
-function check(cond, what) {
-	if (!cond) {
-		console.error('FAIL: ' + what);
-		failures++;
-	}
-}
 const doc = JSON.parse(readFileSync(file, 'utf8'));
 check(Array.isArray(doc.traceEvents), 'traceEvents is an array');
 const ev = doc.traceEvents;
@@ -61,5 +55,4 @@ if (mode === '--fixture') {
 	check(Math.abs(busy - 123005) < 0.01, `_start covers 123.005 ms on tid 1000 (got ${busy} us)`);
 	check(main.some((e) => e.name === 'LINEAR PASS' && e.cat === 'range'), 'ranges are slices');
 }
-console.log(`chrome-check: ${ev.length} events on ${byTid.size} threads: ${failures ? 'FAILED' : 'ok'}`);
-process.exit(failures ? 1 : 0);
+finish('chrome-check', `${ev.length} events on ${byTid.size} threads`);

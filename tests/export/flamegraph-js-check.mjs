@@ -5,38 +5,11 @@
 //
 // usage: node flamegraph-js-check.mjs SVG NODE_PREFIX
 // Exits 77 (skip) when jsdom is not installed under NODE_PREFIX.
-import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
-
-// Only the package installed under the prefix counts: node would otherwise
-// find a distribution's copy (Debian's npm pulls in ajv 6) and test the
-// wrong library.
-function requireFromPrefix(prefix, name) {
-	const req = createRequire(prefix + '/package.json');
-	const path = req.resolve(name);
-	if (!path.startsWith(prefix + '/node_modules/')) {
-		const e = new Error(`${name} resolves to ${path}, outside ${prefix}`);
-		e.code = 'MODULE_NOT_FOUND';
-		throw e;
-	}
-	return req(name);
-}
+import { check, finish, requireOrSkip } from './harness.mjs';
 
 const [file, prefix] = process.argv.slice(2);
-let JSDOM;
-try {
-	({ JSDOM } = requireFromPrefix(prefix, 'jsdom'));
-} catch (e) {
-	console.log(`SKIP: jsdom is not installed under ${prefix} (${e.code || e.message})`);
-	process.exit(77);
-}
-let failures = 0;
-function check(cond, what) {
-	if (!cond) {
-		console.error('FAIL: ' + what);
-		failures++;
-	}
-}
+const { JSDOM } = requireOrSkip(prefix, 'jsdom');
 const dom = new JSDOM(readFileSync(file, 'utf8'), { contentType: 'image/svg+xml',
 	runScripts: 'outside-only' });
 const w = dom.window, d = w.document;
@@ -77,5 +50,4 @@ const [worker] = find(/^worker_loop/);
 worker.dispatchEvent(new w.MouseEvent('mouseover', { bubbles: true }));
 check(d.getElementById('details').textContent === 'worker_loop (16.000ms, 10.96%)',
 	'hover details: ' + d.getElementById('details').textContent);
-console.log(`flamegraph-js-check: ${frames.length} frames: ${failures ? 'FAILED' : 'ok'}`);
-process.exit(failures ? 1 : 0);
+finish('flamegraph-js-check', `${frames.length} frames`);

@@ -6,40 +6,13 @@
 // usage: node pprof-check.mjs FILE NODE_PREFIX [--fixture]
 // NODE_PREFIX is where `npm install --prefix` put pprof-format; exits 77
 // (skip) when it is not there.
-import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
-
-// Only the package installed under the prefix counts: node would otherwise
-// find a distribution's copy (Debian's npm pulls in ajv 6) and test the
-// wrong library.
-function requireFromPrefix(prefix, name) {
-	const req = createRequire(prefix + '/package.json');
-	const path = req.resolve(name);
-	if (!path.startsWith(prefix + '/node_modules/')) {
-		const e = new Error(`${name} resolves to ${path}, outside ${prefix}`);
-		e.code = 'MODULE_NOT_FOUND';
-		throw e;
-	}
-	return req(name);
-}
+import { check, finish, requireOrSkip } from './harness.mjs';
 
 const [file, prefix, mode] = process.argv.slice(2);
-let Profile;
-try {
-	({ Profile } = requireFromPrefix(prefix, 'pprof-format'));
-} catch (e) {
-	console.log(`SKIP: pprof-format is not installed under ${prefix} (${e.code || e.message})`);
-	process.exit(77);
-}
+const { Profile } = requireOrSkip(prefix, 'pprof-format');
 
-let failures = 0;
-function check(cond, what) {
-	if (!cond) {
-		console.error('FAIL: ' + what);
-		failures++;
-	}
-}
 
 const raw = readFileSync(file);
 check(raw[0] === 0x1f && raw[1] === 0x8b, 'file is gzip-compressed');
@@ -108,6 +81,5 @@ if (mode === '--fixture') {
 			'its thread labels');
 	}
 }
-console.log(`pprof-check: ${p.sample.length} samples, ${p.location.length} locations, ` +
-	`${p.function.length} functions: ${failures ? 'FAILED' : 'ok'}`);
-process.exit(failures ? 1 : 0);
+finish('pprof-check', `${p.sample.length} samples, ${p.location.length} locations, ` +
+	`${p.function.length} functions`);

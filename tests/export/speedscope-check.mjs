@@ -5,39 +5,12 @@
 //
 // usage: node speedscope-check.mjs FILE SCHEMA NODE_PREFIX [--fixture]
 // Exits 77 (skip) when ajv is not installed under NODE_PREFIX.
-import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
-
-// Only the package installed under the prefix counts: node would otherwise
-// find a distribution's copy (Debian's npm pulls in ajv 6) and test the
-// wrong library.
-function requireFromPrefix(prefix, name) {
-	const req = createRequire(prefix + '/package.json');
-	const path = req.resolve(name);
-	if (!path.startsWith(prefix + '/node_modules/')) {
-		const e = new Error(`${name} resolves to ${path}, outside ${prefix}`);
-		e.code = 'MODULE_NOT_FOUND';
-		throw e;
-	}
-	return req(name);
-}
+import { check, finish, requireOrSkip } from './harness.mjs';
 
 const [file, schemaPath, prefix, mode] = process.argv.slice(2);
-let Ajv;
-try {
-	Ajv = requireFromPrefix(prefix, 'ajv');
-	Ajv = Ajv.default || Ajv;
-} catch (e) {
-	console.log(`SKIP: ajv is not installed under ${prefix} (${e.code || e.message})`);
-	process.exit(77);
-}
-let failures = 0;
-function check(cond, what) {
-	if (!cond) {
-		console.error('FAIL: ' + what);
-		failures++;
-	}
-}
+let Ajv = requireOrSkip(prefix, 'ajv');
+Ajv = Ajv.default || Ajv;
 const doc = JSON.parse(readFileSync(file, 'utf8'));
 const validate = new Ajv({ allErrors: true }).compile(JSON.parse(readFileSync(schemaPath, 'utf8')));
 if (!validate(doc))
@@ -62,6 +35,5 @@ if (mode === '--fixture') {
 	check(names.includes('batch norm; fused') && names.includes('LINEAR PASS'),
 		'frame names kept verbatim');
 }
-console.log(`speedscope-check: ${doc.profiles.length} profiles, ${nframes} frames, ` +
-	`${samples} sample runs: ${failures ? 'FAILED' : 'ok'}`);
-process.exit(failures ? 1 : 0);
+finish('speedscope-check', `${doc.profiles.length} profiles, ${nframes} frames, ` +
+	`${samples} sample runs`);

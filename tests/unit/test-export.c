@@ -15,16 +15,7 @@
 #include "model.h"
 #include "table.h"
 #include "textfmt.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
-			failures++;                                                                \
-		}                                                                                  \
-	} while (0)
+#include "check.h"
 
 #define CHECK_STR(got, want)                                                                       \
 	do {                                                                                       \
@@ -279,10 +270,5 @@ int main(void)
 	test_json();
 	test_table_layout();
 	test_collapse_model();
-	if (failures) {
-		fprintf(stderr, "test-export: %d check(s) failed\n", failures);
-		return 1;
-	}
-	printf("test-export: all checks passed\n");
-	return 0;
+	return check_exit("test-export");
 }

@@ -11,16 +11,7 @@
 #include <unistd.h>
 
 #include "profile.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
-			failures++;                                                                \
-		}                                                                                  \
-	} while (0)
+#include "check.h"
 
 static char dir[] = "/tmp/test-format-XXXXXX";
 
@@ -171,9 +162,5 @@ int main(void)
 	unlink(path);
 	unlink(cut);
 	rmdir(dir);
-	if (failures)
-		fprintf(stderr, "test-format: %d failures\n", failures);
-	else
-		printf("test-format: ok\n");
-	return failures ? 1 : 0;
+	return check_exit("test-format");
 }

@@ -10,16 +10,7 @@
 #include <sys/auxv.h>
 
 #include "symbolize.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
-			failures++;                                                                \
-		}                                                                                  \
-	} while (0)
+#include "check.h"
 
 struct span {
 	uint64_t bias, lo, hi;
@@ -57,9 +48,5 @@ int main(int argc, char **argv)
 	CHECK(sp_symbolizer_is_outermost(s, (uint64_t)(uintptr_t)main, false) == 0);
 	CHECK(sp_symbolizer_is_outermost(s, 0x10, false) == 0);
 	sp_symbolizer_free(s);
-	if (failures)
-		fprintf(stderr, "test-outermost: %d failures\n", failures);
-	else
-		printf("test-outermost: ok\n");
-	return failures ? 1 : 0;
+	return check_exit("test-outermost");
 }

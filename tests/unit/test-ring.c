@@ -3,16 +3,7 @@
 #include <string.h>
 
 #include "ring.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
-			failures++;                                                                \
-		}                                                                                  \
-	} while (0)
+#include "check.h"
 
 /* Pushes an entry of n words whose payload is seq, seq+1, ... */
 static int push(struct sp_ring *r, size_t n, uint64_t seq)
@@ -80,9 +71,5 @@ int main(void)
 	CHECK(sp_ring_reserve(&r, 200) == NULL);
 
 	sp_ring_release(&r);
-	if (failures)
-		fprintf(stderr, "test-ring: %d failures\n", failures);
-	else
-		printf("test-ring: ok\n");
-	return failures ? 1 : 0;
+	return check_exit("test-ring");
 }
