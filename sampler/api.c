@@ -78,9 +78,21 @@ static bool sp_sched_active(const struct sp_schedule *s, long step)
 	return step % cycle >= (long)s->wait + s->warmup;
 }
 
+/*
+ * Sampling off stops the timers too, so a stopped profiler costs the
+ * program nothing but its presence: no signals, no handler.
+ */
 static void sp_sampling_update(void)
 {
-	atomic_store(&sp_g.sampling, sp_user_on && sp_sched_active(&sp_sched, sp_step_no));
+	bool on = sp_user_on && sp_sched_active(&sp_sched, sp_step_no);
+	bool was = atomic_exchange(&sp_g.sampling, on);
+	if (was == on || !atomic_load(&sp_g.enabled) || atomic_load(&sp_g.stopping) ||
+	    sp_stepped_aside())
+		return;
+	if (on)
+		sp_timers_resume_all();
+	else
+		sp_timers_pause_all();
 }
 
 void sp_api_atfork(int phase)

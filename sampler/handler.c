@@ -12,12 +12,20 @@ void sp_handler(int sig, siginfo_t *si, void *uc)
 	int saved_errno = errno;
 	struct sp_thread *t = sp_self;
 
+	if (sig == SIGTRAP && !sp_trap_is_ours(si)) {
+		sp_trap_forward(sig, si, uc);
+		goto out;
+	}
 	if (!t || atomic_load_explicit(&t->state, memory_order_relaxed) != SP_SLOT_LIVE) {
 		atomic_fetch_add_explicit(&sp_g.stray_signals, 1, memory_order_relaxed);
 		goto out;
 	}
 	atomic_fetch_add_explicit(&t->signals, 1, memory_order_relaxed);
-	uint64_t weight = sp_g.timer->weight(t, si, sp_g.period_ns);
+	/* CPU time, not wall time: on a busy machine the handler may be
+	 * preempted. One reading serves the weight and the handler's cost. */
+	uint64_t c0 = sp_thread_cpu_ns();
+	uint64_t weight = sp_g.timer->weight(t, si, sp_g.period_ns, c0);
+	atomic_store_explicit(&t->cpu_last, c0, memory_order_relaxed);
 	if (!atomic_load_explicit(&sp_g.sampling, memory_order_relaxed))
 		goto out;
 	if (t->throttle) {
@@ -32,7 +40,6 @@ void sp_handler(int sig, siginfo_t *si, void *uc)
 	t->throttled_weight = 0;
 
 	size_t max = sp_g.cfg.max_depth;
-	uint64_t c0 = sp_thread_cpu_ns();
 	uint64_t *e = sp_ring_reserve(&t->ring, SP_ENTRY_PCS + max);
 	if (!e) {
 		atomic_fetch_add_explicit(&t->drops, 1, memory_order_relaxed);
@@ -57,10 +64,10 @@ void sp_handler(int sig, siginfo_t *si, void *uc)
 		atomic_fetch_add_explicit(&t->unwind_errors, 1, memory_order_relaxed);
 	if (flags & SP_STACK_TRUNCATED)
 		atomic_fetch_add_explicit(&t->truncated, 1, memory_order_relaxed);
-	/* CPU time, not wall time: on a busy machine the handler may be preempted */
-	uint64_t cost = sp_thread_cpu_ns() - c0;
+	uint64_t c1 = sp_thread_cpu_ns();
+	uint64_t cost = c1 - c0;
 	atomic_fetch_add_explicit(&t->handler_ns, cost, memory_order_relaxed);
-	t->last_cost = cost;
+	atomic_store_explicit(&t->cpu_last, c1, memory_order_relaxed);
 	/* A handler that takes more than an eighth of the period (deep stacks
 	 * at a high rate) would leave the program little time between samples:
 	 * skip as many samples as it overran, and count them. */

@@ -20,13 +20,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 extern char **environ;
 
-#define SP_REAL(name) ((__typeof__(&name))sp_real_sym(#name))
-
-static void *sp_real_sym(const char *name)
+void *sp_real_sym(const char *name)
 {
 	return dlsym(RTLD_NEXT, name);
 }
@@ -58,12 +57,15 @@ void sp_timers_resume_all(void)
 		if (atomic_load(&t->state) == SP_SLOT_LIVE)
 			sp_g.timer->resume(t, sp_g.period_ns);
 	}
+	if (!sp_g.timer->per_thread)
+		sp_timer_start_itimer(sp_g.period_ns);
 }
 
 /*
- * Before exec: stop the timers, take any pending SIGPROF (the new image
- * starts with SIGPROF at its default action, which kills), and flush so the
- * profile reads as complete.
+ * Before exec: stop the timers, take any pending sample signal (the new
+ * image starts with SIGPROF at its default action, which kills; a SIGTRAP
+ * that is the program's own is sent again), and flush so the profile reads
+ * as complete.
  */
 static bool sp_exec_hooks(void)
 {
@@ -77,20 +79,30 @@ static void sp_before_exec(void)
 	if (!sp_exec_hooks())
 		return;
 	sp_timers_pause_all();
+	int signo = sp_g.timer->signo;
 	sigset_t set, old;
 	sigemptyset(&set);
-	sigaddset(&set, SIGPROF);
+	sigaddset(&set, signo);
 	pthread_sigmask(SIG_BLOCK, &set, &old);
 	struct timespec zero = {0, 0};
-	while (sigtimedwait(&set, NULL, &zero) == SIGPROF)
-		;
+	siginfo_t si;
+	bool theirs = false;
+	while (sigtimedwait(&set, &si, &zero) == signo)
+		theirs |= signo == SIGTRAP && !sp_trap_is_ours(&si);
+	if (theirs)
+		syscall(SYS_tgkill, getpid(), sp_gettid(), SIGTRAP);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (signo == SIGTRAP)
+		sp_trap_before_exec();
 	sp_writer_exec_flush();
 }
 
 static void sp_after_failed_exec(void)
 {
-	if (sp_exec_hooks() && !atomic_load(&sp_g.stopping))
+	if (!sp_exec_hooks())
+		return;
+	sp_trap_after_failed_exec();
+	if (!atomic_load(&sp_g.stopping) && atomic_load(&sp_g.sampling) && !sp_stepped_aside())
 		sp_timers_resume_all();
 }
 
@@ -246,12 +258,17 @@ SP_EXPORT int dlclose(void *handle)
 
 /* ---- the target's own SIGPROF ------------------------------------------- */
 
-static _Atomic bool sp_stepped_aside;
+static _Atomic bool sp_stepped_aside_flag;
+
+bool sp_stepped_aside(void)
+{
+	return atomic_load(&sp_stepped_aside_flag);
+}
 
 /* The target installs its own SIGPROF handler: stop sampling, let it have the signal. */
 static void sp_step_aside(void)
 {
-	if (atomic_exchange(&sp_stepped_aside, true) || !atomic_load(&sp_g.enabled))
+	if (atomic_exchange(&sp_stepped_aside_flag, true) || !atomic_load(&sp_g.enabled))
 		return;
 	atomic_store(&sp_g.sampling, false);
 	sp_timers_pause_all();
@@ -265,16 +282,34 @@ static bool sp_is_ours(const struct sigaction *act)
 	return (act->sa_flags & SA_SIGINFO) && act->sa_sigaction == sp_handler;
 }
 
+/* SIGPROF is ours only while a SIGPROF timer runs; SIGTRAP is shared (sigtrap.c). */
+static bool sp_prof_is_ours(void)
+{
+	return atomic_load(&sp_g.enabled) && sp_g.timer && sp_g.timer->signo == SIGPROF;
+}
+
 SP_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	if (sig == SIGPROF && act && atomic_load(&sp_g.enabled) && !sp_is_ours(act))
+	if (sig == SIGTRAP && sp_trap_shared())
+		return sp_trap_sigaction(act, old);
+	if (sig == SIGPROF && act && sp_prof_is_ours() && !sp_is_ours(act))
 		sp_step_aside();
 	return SP_REAL(sigaction)(sig, act, old);
 }
 
 SP_EXPORT sighandler_t signal(int sig, sighandler_t handler)
 {
-	if (sig == SIGPROF && atomic_load(&sp_g.enabled))
+	if (sig == SIGTRAP && sp_trap_shared()) {
+		/* glibc's signal(): BSD semantics */
+		struct sigaction sa, old;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = handler;
+		sa.sa_flags = SA_RESTART;
+		sigaddset(&sa.sa_mask, SIGTRAP);
+		sp_trap_sigaction(&sa, &old);
+		return old.sa_handler;
+	}
+	if (sig == SIGPROF && sp_prof_is_ours())
 		sp_step_aside();
 	return SP_REAL(signal)(sig, handler);
 }
@@ -301,6 +336,8 @@ SP_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 
 int sp_handler_install(void)
 {
+	if (sp_g.timer->signo == SIGTRAP)
+		return sp_trap_install(sp_handler);
 	struct sigaction sa, old;
 	memset(&sa, 0, sizeof(sa));
 	if (SP_REAL(sigaction)(SIGPROF, NULL, &old) == 0 && old.sa_handler != SIG_DFL &&

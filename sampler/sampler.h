@@ -43,7 +43,8 @@ struct sp_thread {
 	/* the timer kind's handle: a POSIX timer id or a perf_event fd */
 	timer_t timer;
 	int perf_fd;
-	uint64_t perf_last; /* task-clock reading at the last sample */
+	/* the thread's CPU time as the last handler returned; 0 after a resume */
+	_Atomic uint64_t cpu_last;
 	bool armed;
 	/* named ranges: the handler reads range_top; the thread writes both */
 	_Atomic uint32_t range_top;
@@ -61,7 +62,6 @@ struct sp_thread {
 	_Atomic uint64_t truncated;
 	_Atomic uint64_t handler_ns; /* CPU time in the handler, for the overhead figure */
 	_Atomic uint64_t throttled;  /* samples not taken because the handler was too slow */
-	uint64_t last_cost;	     /* CPU time of the previous handler run */
 	uint32_t throttle;	     /* samples still to skip */
 	uint64_t throttled_weight;   /* their CPU time, carried to the next sample */
 	char name_at_exit[16];	     /* the thread's name, read as it exits */
@@ -106,6 +106,8 @@ extern __thread volatile int sp_in_unwind SP_TLS;
 /* Pauses every live thread's timer (exec, shutdown, stepping aside), and resumes them. */
 void sp_timers_pause_all(void);
 void sp_timers_resume_all(void);
+/* Whether the program took SIGPROF over and stackprof stepped aside for good. */
+bool sp_stepped_aside(void);
 
 /* Monotonic time in ns. Signal-safe. */
 uint64_t sp_now_ns(void);
@@ -133,7 +135,21 @@ int sp_pthread_create_raw(pthread_t *thread, const pthread_attr_t *attr, void *(
 
 /* --- interpose.c --------------------------------------------------------- */
 
-/* Installs the SIGPROF handler; -EBUSY if the target already has one. */
+/* The libc definition of a function this library interposes (dlsym RTLD_NEXT). */
+void *sp_real_sym(const char *name);
+#define SP_REAL(name) ((__typeof__(&name))sp_real_sym(#name))
+
+/* SIGTRAP shared with the program under the perf-sigtrap timer (sigtrap.c). */
+bool sp_trap_is_ours(const siginfo_t *si);
+bool sp_trap_shared(void);
+int sp_trap_install(void (*handler)(int, siginfo_t *, void *));
+int sp_trap_sigaction(const struct sigaction *act, struct sigaction *old);
+void sp_trap_forward(int sig, siginfo_t *si, void *uc);
+void sp_trap_before_exec(void);
+void sp_trap_after_failed_exec(void);
+
+/* Installs the handler for the timer's signal; -EBUSY if the target
+ * already handles SIGPROF. */
 int sp_handler_install(void);
 /* Registers the fork hooks. 0 or -errno. */
 int sp_fork_init(void);

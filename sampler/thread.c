@@ -92,16 +92,23 @@ int sp_thread_attach(void)
 	pthread_setspecific(sp_thread_key, t);
 	/* Threads often start with every signal blocked (xz, thread pools that
 	 * leave async signals to the main thread); the mask is inherited from the
-	 * creator. SIGPROF is ours, so unblock it here; a block the program sets
-	 * later is respected, and costs it only the samples it blocks. */
+	 * creator. The timer's signal is ours, so unblock it here; a block the
+	 * program sets later is respected, and costs it only the samples it
+	 * blocks. */
 	sigset_t prof;
 	sigemptyset(&prof);
-	sigaddset(&prof, SIGPROF);
+	sigaddset(&prof, sp_g.timer->signo);
 	pthread_sigmask(SIG_UNBLOCK, &prof, NULL);
 	err = sp_g.timer->arm(t, sp_g.period_ns);
 	if (err)
 		sp_log("cannot arm the %s timer for thread %d: %s", sp_g.timer->name, t->tid,
 		       strerror(-err));
+	else if (!atomic_load(&sp_g.sampling)) {
+		/* stopped (API, schedule): costs nothing until started */
+		sp_g.timer->pause(t);
+		if (!sp_g.timer->per_thread)
+			sp_timer_stop_itimer();
+	}
 	return err;
 }
 
@@ -112,7 +119,7 @@ void sp_thread_detach(void)
 		return;
 	sigset_t set, old;
 	sigemptyset(&set);
-	sigaddset(&set, SIGPROF);
+	sigaddset(&set, sp_g.timer->signo);
 	pthread_sigmask(SIG_BLOCK, &set, &old);
 	sp_g.timer->disarm(t);
 	prctl(PR_GET_NAME, t->name_at_exit, 0, 0, 0);

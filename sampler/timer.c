@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
@@ -78,7 +79,8 @@ static void sp_posix_disarm(struct sp_thread *t)
 	t->armed = false;
 }
 
-static uint64_t sp_posix_weight(struct sp_thread *t, const siginfo_t *si, uint64_t period_ns)
+static uint64_t sp_posix_weight(struct sp_thread *t, const siginfo_t *si, uint64_t period_ns,
+				uint64_t cpu_now)
 {
 	uint64_t overrun =
 	    si->si_code == SI_TIMER && si->si_overrun > 0 ? (uint64_t)si->si_overrun : 0;
@@ -103,6 +105,7 @@ static int sp_posix_probe(uint64_t period_ns)
 
 static const struct sp_timer_ops sp_posix_ops = {
     .name = "posix-cputimer",
+    .signo = SIGPROF,
     .per_thread = true,
     .probe = sp_posix_probe,
     .arm = sp_posix_arm,
@@ -114,7 +117,12 @@ static const struct sp_timer_ops sp_posix_ops = {
 
 /* ---- perf-task-clock -------------------------------------------------- */
 
-static int sp_perf_open(pid_t tid, uint64_t period_ns, bool exclude_kernel)
+/*
+ * A task-clock event on thread tid. With trap, the kernel itself sends the
+ * thread SIGTRAP (TRAP_PERF, si_perf_data = SP_TRAP_COOKIE) on each
+ * overflow; otherwise the signal goes through the fd's fasync owner.
+ */
+static int sp_perf_open1(pid_t tid, uint64_t period_ns, bool exclude_kernel, bool trap)
 {
 	struct perf_event_attr a;
 	memset(&a, 0, sizeof(a));
@@ -126,20 +134,31 @@ static int sp_perf_open(pid_t tid, uint64_t period_ns, bool exclude_kernel)
 	a.exclude_kernel = exclude_kernel;
 	a.exclude_hv = 1;
 	a.wakeup_events = 1;
+	if (trap) {
+		a.sigtrap = 1;
+		a.remove_on_exec = 1; /* the kernel requires it with sigtrap */
+		a.sig_data = SP_TRAP_COOKIE;
+	}
 	return (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
-static int sp_perf_arm(struct sp_thread *t, uint64_t period_ns)
+static int sp_perf_open(pid_t tid, uint64_t period_ns, bool trap)
+{
+	int fd = sp_perf_open1(tid, period_ns, false, trap);
+	if (fd < 0)
+		fd = sp_perf_open1(tid, period_ns, true, trap); /* paranoid >= 2: user time only */
+	return fd;
+}
+
+static int sp_perf_arm_kind(struct sp_thread *t, uint64_t period_ns, bool trap)
 {
 	pid_t tid = sp_gettid();
-	int fd = sp_perf_open(tid, period_ns, false);
-	if (fd < 0)
-		fd = sp_perf_open(tid, period_ns, true); /* paranoid >= 2: user time only */
+	int fd = sp_perf_open(tid, period_ns, trap);
 	if (fd < 0)
 		return -errno;
 	struct f_owner_ex own = {.type = F_OWNER_TID, .pid = tid};
-	if (fcntl(fd, F_SETSIG, SIGPROF) < 0 || fcntl(fd, F_SETOWN_EX, &own) < 0 ||
-	    fcntl(fd, F_SETFL, O_ASYNC | O_NONBLOCK) < 0 ||
+	if ((!trap && (fcntl(fd, F_SETSIG, SIGPROF) < 0 || fcntl(fd, F_SETOWN_EX, &own) < 0 ||
+		       fcntl(fd, F_SETFL, O_ASYNC | O_NONBLOCK) < 0)) ||
 	    ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) < 0) {
 		int e = errno;
 		close(fd);
@@ -150,6 +169,16 @@ static int sp_perf_arm(struct sp_thread *t, uint64_t period_ns)
 	return 0;
 }
 
+static int sp_perf_arm(struct sp_thread *t, uint64_t period_ns)
+{
+	return sp_perf_arm_kind(t, period_ns, false);
+}
+
+static int sp_trap_arm(struct sp_thread *t, uint64_t period_ns)
+{
+	return sp_perf_arm_kind(t, period_ns, true);
+}
+
 static void sp_perf_pause(struct sp_thread *t)
 {
 	if (t->armed)
@@ -158,6 +187,8 @@ static void sp_perf_pause(struct sp_thread *t)
 
 static void sp_perf_resume(struct sp_thread *t, uint64_t period_ns)
 {
+	/* the CPU time while paused was not sampled: no weight for it */
+	atomic_store_explicit(&t->cpu_last, 0, memory_order_relaxed);
 	if (t->armed)
 		ioctl(t->perf_fd, PERF_EVENT_IOC_ENABLE, 0);
 }
@@ -170,43 +201,82 @@ static void sp_perf_disarm(struct sp_thread *t)
 	t->perf_fd = -1;
 }
 
-static uint64_t sp_perf_weight(struct sp_thread *t, const siginfo_t *si, uint64_t period_ns)
+static uint64_t sp_perf_weight(struct sp_thread *t, const siginfo_t *si, uint64_t period_ns,
+			       uint64_t cpu_now)
 {
-	/* signals don't queue: two overflows before delivery arrive as one,
-	 * so the weight is the counter's growth since the last sample */
-	uint64_t now = 0;
-	if (read(t->perf_fd, &now, sizeof(now)) != (ssize_t)sizeof(now))
+	/* Signals don't queue: two overflows before delivery arrive as one, so
+	 * the weight is the thread's CPU time since the previous handler
+	 * returned. That leaves out the handler's own time, which is the
+	 * profiler's, not the program's; the task clock counts the same time
+	 * as the thread CPU clock, so no read() of the counter is needed. */
+	uint64_t last = atomic_load_explicit(&t->cpu_last, memory_order_relaxed);
+	if (!last || cpu_now <= last)
 		return period_ns;
-	uint64_t last = t->perf_last;
-	t->perf_last = now;
-	if (!last || now <= last)
-		return period_ns;
-	uint64_t w = now - last;
-	/* the task clock also ran during the previous handler: that time is
-	 * the profiler's, not the interrupted code's */
-	if (t->last_cost < w / 2)
-		w -= t->last_cost;
+	uint64_t w = cpu_now - last;
 	if (w > period_ns + period_ns / 2)
 		atomic_fetch_add_explicit(&t->overruns, w / period_ns - 1, memory_order_relaxed);
 	return w;
 }
 
-static int sp_perf_probe(uint64_t period_ns)
+static int sp_perf_probe_kind(uint64_t period_ns, bool trap)
 {
-	int fd = sp_perf_open(sp_gettid(), period_ns, false);
-	if (fd < 0)
-		fd = sp_perf_open(sp_gettid(), period_ns, true);
+	int fd = sp_perf_open(sp_gettid(), period_ns, trap);
 	if (fd < 0)
 		return -errno;
 	close(fd);
 	return 0;
 }
 
+static int sp_perf_probe(uint64_t period_ns)
+{
+	return sp_perf_probe_kind(period_ns, false);
+}
+
+/*
+ * Under a debugger every SIGTRAP stops the program, and the debugger takes
+ * it for a breakpoint: a traced process gets the fasync kind instead.
+ */
+static bool sp_traced(void)
+{
+	char buf[4096];
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	const char *p = strstr(buf, "\nTracerPid:");
+	return p && strtol(p + 11, NULL, 10) != 0;
+}
+
+static int sp_trap_probe(uint64_t period_ns)
+{
+	if (sp_traced())
+		return -EBUSY;
+	return sp_perf_probe_kind(period_ns, true);
+}
+
 static const struct sp_timer_ops sp_perf_ops = {
     .name = "perf-task-clock",
+    .signo = SIGPROF,
     .per_thread = true,
     .probe = sp_perf_probe,
     .arm = sp_perf_arm,
+    .pause = sp_perf_pause,
+    .resume = sp_perf_resume,
+    .disarm = sp_perf_disarm,
+    .weight = sp_perf_weight,
+};
+
+/* The same event and weight; only the signal's path differs (timer.h). */
+static const struct sp_timer_ops sp_trap_ops = {
+    .name = "perf-sigtrap",
+    .signo = SIGTRAP,
+    .per_thread = true,
+    .probe = sp_trap_probe,
+    .arm = sp_trap_arm,
     .pause = sp_perf_pause,
     .resume = sp_perf_resume,
     .disarm = sp_perf_disarm,
@@ -247,7 +317,8 @@ static void sp_itimer_disarm(struct sp_thread *t)
 	t->armed = false;
 }
 
-static uint64_t sp_itimer_weight(struct sp_thread *t, const siginfo_t *si, uint64_t period_ns)
+static uint64_t sp_itimer_weight(struct sp_thread *t, const siginfo_t *si, uint64_t period_ns,
+				 uint64_t cpu_now)
 {
 	return period_ns;
 }
@@ -259,6 +330,7 @@ static int sp_itimer_probe(uint64_t period_ns)
 
 static const struct sp_timer_ops sp_itimer_ops = {
     .name = "itimer-prof",
+    .signo = SIGPROF,
     .per_thread = false,
     .probe = sp_itimer_probe,
     .arm = sp_itimer_arm,
@@ -267,6 +339,11 @@ static const struct sp_timer_ops sp_itimer_ops = {
     .disarm = sp_itimer_disarm,
     .weight = sp_itimer_weight,
 };
+
+void sp_timer_start_itimer(uint64_t period_ns)
+{
+	sp_itimer_set(period_ns);
+}
 
 void sp_timer_stop_itimer(void)
 {
@@ -280,10 +357,20 @@ const struct sp_timer_ops *sp_timer_choose(const char *kind, uint32_t freq_hz)
 	uint64_t period = 1000000000ull / freq_hz;
 	if (!strcmp(kind, "itimer"))
 		return &sp_itimer_ops;
-	if (!strcmp(kind, "perf") || (!strcmp(kind, "auto") && freq_hz > SP_TICK_HZ)) {
+	bool fast = !strcmp(kind, "auto") && freq_hz > SP_TICK_HZ;
+	if (!strcmp(kind, "trap") || fast) {
+		int err = sp_trap_probe(period);
+		if (err == 0)
+			return &sp_trap_ops;
+		if (!strcmp(kind, "trap"))
+			sp_log("perf_event SIGTRAP delivery is not available here (%s); trying the "
+			       "perf task-clock with SIGPROF",
+			       err == -EBUSY ? "the process is traced" : strerror(-err));
+	}
+	if (!strcmp(kind, "perf") || !strcmp(kind, "trap") || fast) {
 		if (sp_perf_probe(period) == 0)
 			return &sp_perf_ops;
-		if (!strcmp(kind, "perf"))
+		if (!fast)
 			sp_log(
 			    "perf_event task-clock is not permitted here "
 			    "(see /proc/sys/kernel/perf_event_paranoid); using POSIX CPU timers");

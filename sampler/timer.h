@@ -6,10 +6,17 @@
  *                    thread with SIGEV_THREAD_ID: fair between threads, but
  *                    the kernel checks CPU timers at its tick (HZ, 250 here),
  *                    so faster rates arrive as overruns of one signal.
- *   perf-task-clock  perf_event_open(PERF_COUNT_SW_TASK_CLOCK) per thread,
- *                    signalling its thread (F_SETSIG + F_SETOWN_EX): an
- *                    hrtimer, so rates above HZ are real; needs
- *                    perf_event_paranoid to allow it.
+ *   perf-sigtrap     perf_event_open(PERF_COUNT_SW_TASK_CLOCK) per thread
+ *                    with attr.sigtrap: an hrtimer, so rates above HZ are
+ *                    real, and the kernel queues SIGTRAP (TRAP_PERF) to the
+ *                    thread as task work, on the way back to user space.
+ *                    Needs Linux 5.13 and perf_event_paranoid to allow it.
+ *                    Costs half of perf-task-clock's signal path in a VM
+ *                    (no irq_work self-IPI, no fasync; docs/BENCHMARKS.md).
+ *                    The program's own SIGTRAP use is kept (interpose.c).
+ *   perf-task-clock  the same event signalling its thread with SIGPROF
+ *                    through fasync (F_SETSIG + F_SETOWN_EX): for kernels
+ *                    without sigtrap and for traced processes.
  *   itimer-prof      setitimer(ITIMER_PROF): process-wide, unfair between
  *                    threads, one signal per tick at most. Last resort.
  */
@@ -22,8 +29,20 @@
 
 struct sp_thread;
 
+/* si_perf_data of our SIGTRAPs ("SPROF"): tells them from the program's. */
+#define SP_TRAP_COOKIE 0x5350524f46ul
+
+/* siginfo's si_perf_data, which glibc 2.36 does not name: the long after si_addr. */
+static inline unsigned long sp_si_perf_data(const siginfo_t *si)
+{
+	unsigned long v;
+	__builtin_memcpy(&v, (const char *)&si->si_addr + sizeof(void *), sizeof(v));
+	return v;
+}
+
 struct sp_timer_ops {
 	const char *name;
+	int signo; /* the signal it sends: SIGPROF, or SIGTRAP for perf-sigtrap */
 	bool per_thread;
 	/* Checks that this source works here. 0 or -errno. */
 	int (*probe)(uint64_t period_ns);
@@ -34,18 +53,22 @@ struct sp_timer_ops {
 	void (*resume)(struct sp_thread *t, uint64_t period_ns);
 	/* Deletes the calling thread's timer. */
 	void (*disarm)(struct sp_thread *t);
-	/* CPU time in ns that this signal stands for. Signal-safe. */
-	uint64_t (*weight)(struct sp_thread *t, const siginfo_t *si, uint64_t period_ns);
+	/* CPU time in ns that this signal stands for; cpu_now is the thread's
+	 * CPU time at the handler's entry. Signal-safe. */
+	uint64_t (*weight)(struct sp_thread *t, const siginfo_t *si, uint64_t period_ns,
+			   uint64_t cpu_now);
 };
 
 /*
- * Picks the timer for kind ("auto", "posix", "perf", "itimer") and rate.
- * auto: posix up to 250 Hz, perf above when permitted, else posix.
+ * Picks the timer for kind ("auto", "posix", "perf", "trap", "itimer") and
+ * rate. auto: posix up to 250 Hz; above, perf-sigtrap, else
+ * perf-task-clock, else posix.
  */
 const struct sp_timer_ops *sp_timer_choose(const char *kind, uint32_t freq_hz);
 
-/* Stops the process-wide itimer, if one runs. */
+/* Stops the process-wide itimer, if one runs, and starts it again. */
 void sp_timer_stop_itimer(void);
+void sp_timer_start_itimer(uint64_t period_ns);
 
 /* A random first expiry in [1, period] ns, so threads don't fire in lockstep. */
 uint64_t sp_timer_first_expiry(uint64_t period_ns);

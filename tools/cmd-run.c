@@ -34,9 +34,17 @@ static const char sp_run_usage[] =
     "  -o, --output PATH     raw profile path (default stackprof.<pid>.prof); an\n"
     "                        existing regular file there is replaced\n"
     "  -F, --freq HZ         samples per second of CPU time per thread, 1-20000\n"
-    "                        (default 100; above 250 Hz the perf_event task-clock\n"
+    "                        (default 100; above 250 Hz a perf_event task-clock\n"
     "                        timer is used where permitted)\n"
-    "      --timer KIND      auto, posix, perf or itimer (default auto)\n"
+    "      --timer KIND      auto, posix, trap, perf or itimer (default auto):\n"
+    "                        posix  POSIX CPU timers, SIGPROF; at most one\n"
+    "                               signal per kernel tick (HZ)\n"
+    "                        trap   perf task-clock, SIGTRAP sent by the kernel\n"
+    "                               (Linux 5.13+; the program's own SIGTRAP use\n"
+    "                               is kept); auto's choice above 250 Hz\n"
+    "                        perf   perf task-clock, SIGPROF through fasync;\n"
+    "                               auto's choice under a debugger\n"
+    "                        itimer setitimer(ITIMER_PROF), process-wide\n"
     "      --max-depth N     deepest stack kept, 8-4096 (default 512); deeper\n"
     "                        stacks are kept truncated and marked\n"
     "      --flush-ms N      how often the profile is flushed to disk (default 200)\n"
@@ -49,7 +57,7 @@ static const char sp_run_usage[] =
     "environment read by libstackprof.so (set by this command from its options):\n"
     "  STACKPROF_OUT         raw profile path (default stackprof.<pid>.prof)\n"
     "  STACKPROF_FREQ        sampling rate in Hz per thread, 1-20000 (default 100)\n"
-    "  STACKPROF_TIMER       auto | posix | perf | itimer (default auto)\n"
+    "  STACKPROF_TIMER       auto | posix | trap | perf | itimer (default auto)\n"
     "  STACKPROF_MAX_DEPTH   frames kept per stack, 8-4096 (default 512)\n"
     "  STACKPROF_RING_KB     per-thread sample buffer, 64-65536 KiB (default 1024)\n"
     "  STACKPROF_FLUSH_MS    flush interval, 10-60000 ms (default 200)\n"
@@ -254,8 +262,8 @@ int sp_cmd_run(int argc, char **argv)
 	if (o.flush_ms && !sp_cli_parse_ulong("--flush-ms", o.flush_ms, 10, 60000, &v))
 		return SP_EXIT_USAGE;
 	if (o.timer && strcmp(o.timer, "auto") && strcmp(o.timer, "posix") &&
-	    strcmp(o.timer, "perf") && strcmp(o.timer, "itimer")) {
-		sp_cli_error("run: --timer must be auto, posix, perf or itimer");
+	    strcmp(o.timer, "perf") && strcmp(o.timer, "trap") && strcmp(o.timer, "itimer")) {
+		sp_cli_error("run: --timer must be auto, posix, trap, perf or itimer");
 		return SP_EXIT_USAGE;
 	}
 	if (o.schedule) {

@@ -25,11 +25,13 @@ three=$(awk '/split-3x/ && /samples/ { print $3 }' info.txt)
 t1=$(awk '$2 == "thread" && $3 == "split-1x" { print $4 }' truth.txt)
 t3=$(awk '$2 == "thread" && $3 == "split-3x" { print $4 }' truth.txt)
 say "samples: split-1x $one, split-3x $three; CPU seconds (truth): $t1, $t3"
-# 3x the work is 3x the CPU only on a quiet machine (caches and the other
-# core's load shift it by several percent), so the tight check is against the
-# CPU time each thread measured itself, and the nominal 3x is checked loosely
+# 3x the work is 3x the CPU only on a quiet machine: while both threads run
+# they share caches and cores, and once split-1x ends split-3x runs alone and
+# faster (seen under ctest -j2: 2.2x the CPU for 3x the work). So the tight
+# check is against the CPU time each thread measured itself, and the
+# nominal 3x is checked loosely
 check "the 3x thread has about 3x the samples of the 1x thread" \
-	awk -v a="$one" -v b="$three" 'BEGIN { r = b / a; exit !(r > 2.5 && r < 3.6) }'
+	awk -v a="$one" -v b="$three" 'BEGIN { r = b / a; exit !(r > 2.0 && r < 3.6) }'
 check "the sample ratio matches the CPU-time ratio within 3%" \
 	awk -v a="$one" -v b="$three" -v x="$t1" -v y="$t3" 'BEGIN { r = (b / a) / (y / x); exit !(r > 0.97 && r < 1.03) }'
 finish

@@ -1,9 +1,11 @@
 #!/bin/bash
 # Stress at 1 kHz, each case three times: dlopen/dlclose loops on several
 # threads, fork with children that work and exit, exec chains, thread churn,
-# a target that blocks SIGPROF itself, and one that installs its own SIGPROF
-# handler (stackprof steps aside and says so). No hang (timeout), no crash,
-# exit status kept.
+# a target that blocks SIGPROF (or every signal) itself, and one that uses
+# SIGTRAP itself under the perf-sigtrap timer. A target that installs its own
+# SIGPROF handler makes stackprof step aside (and say so) when SIGPROF is
+# stackprof's signal, and is simply left its SIGPROF when the timer sends
+# SIGTRAP. No hang (timeout), no crash, exit status kept.
 . "$(dirname "$0")/lib.sh"
 
 run() { timeout 120 "$SP" run --no-summary -F 1000 -o "$@"; }
@@ -19,7 +21,27 @@ for round in 1 2 3; do
 	check "round $round: thread churn" [ $? -eq 0 ]
 	run b$round.prof -- "$BIN/stress" block
 	check "round $round: target blocks SIGPROF" [ $? -eq 0 ]
+	run ba$round.prof -- "$BIN/stress" blockall
+	check "round $round: target blocks every signal" [ $? -eq 0 ]
+	run tr$round.prof --timer trap -- "$BIN/stress" trap >tr$round.txt
+	check "round $round: target uses SIGTRAP itself (its own 200 raise() and 200 int3 only)" [ $? -eq 0 ]
 done
+
+# the perf-sigtrap timer needs Linux 5.13 and perf_event_paranoid <= 2
+"$SP" info --no-symbols tr1.prof >trinfo.txt
+if grep -q 'perf-sigtrap' trinfo.txt; then
+	check "the SIGTRAP rounds sampled" awk '$1 == "samples:" { exit !($2 > 100) }' trinfo.txt
+	timeout 60 "$SP" run -F 1000 --timer trap -o td.prof -- "$BIN/stress" trapdfl 2>td.err
+	check "SIGTRAP at its default action still kills the target (status 128+5)" [ $? -eq 133 ]
+	"$SP" info --no-symbols td.prof >td.info 2>&1
+	check "and its profile reads, up to the last flush" awk '/^samples:/ { exit !($2 > 10) }' td.info
+	timeout 60 "$SP" run -F 1000 --timer trap -o owntr.prof -- "$BIN/stress" ownprof >owntr.txt 2>owntr.err
+	check "own SIGPROF handler under the SIGTRAP timer: the target gets its ticks" [ $? -eq 0 ]
+	check "stackprof does not step aside, SIGPROF is not its signal" sh -c '! grep -q "steps aside" owntr.err'
+	check "and samples all the way (>400 samples in 0.7 s of CPU)" awk '/samples,/ { exit !($2 > 400) }' owntr.err
+else
+	say "note: perf-sigtrap timer not available here ($(grep timer trinfo.txt)); its own checks skipped"
+fi
 
 n=$(ls f1.prof.* 2>/dev/null | wc -l)
 check "each forked child wrote its own profile (4)" [ "$n" -eq 4 ]
@@ -31,7 +53,7 @@ check "each exec'ed image wrote a profile (4)" [ "$n" -eq 4 ]
 "$SP" info --no-symbols x1.prof >xinfo.txt
 check "the image that exec'ed reads as complete" grep -q '^status: *complete' xinfo.txt
 
-timeout 60 "$SP" run -o own.prof -- "$BIN/stress" ownprof >own.txt 2>own.err
+timeout 60 "$SP" run -F 100 -o own.prof -- "$BIN/stress" ownprof >own.txt 2>own.err
 check "own SIGPROF handler: the target still gets its ticks" [ $? -eq 0 ]
 check "stackprof says it steps aside" grep -q 'steps aside' own.err
 check "the profile keeps what came before" awk '/samples,/ { exit !($2 > 0) }' own.err

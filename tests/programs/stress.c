@@ -6,7 +6,14 @@
  *   churn      thousands of short threads created and joined
  *   exec N     exec itself N times, then work
  *   block      block and unblock SIGPROF around work, in a loop
+ *   blockall   the same with every signal (SIGTRAP too)
  *   ownprof    install its own SIGPROF handler and ITIMER_PROF; count ticks
+ *   trap       use SIGTRAP itself while working: sigaction()/signal() answer
+ *              what it set, its handler sees exactly its own 200 raise()s and
+ *              200 int3 breakpoints (x86-64), SIG_IGN drops one, SA_RESETHAND
+ *              resets; exits 0 when all of that holds
+ *   trapdfl    work, then raise(SIGTRAP) with the default action: dies of
+ *              SIGTRAP
  *   errno      check errno survives samples
  *   segv|abort|thread_exit|sleep   crash, abort, _exit(3) from a thread, sleep
  *   exit N     work, then exit with status N
@@ -16,6 +23,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +85,71 @@ static volatile sig_atomic_t own_ticks;
 static void own_handler(int sig)
 {
 	own_ticks++;
+}
+
+static volatile sig_atomic_t trap_raised, trap_int3, trap_other;
+
+static void trap_handler(int sig, siginfo_t *si, void *uc)
+{
+	if (si->si_code == SI_TKILL || si->si_code == SI_USER)
+		trap_raised++;
+	else if (si->si_code == SI_KERNEL)
+		trap_int3++;
+	else
+		trap_other++;
+}
+
+static void plain_handler(int sig)
+{
+	trap_raised++;
+}
+
+#define TRAP_CHECK(c)                                                                              \
+	do {                                                                                       \
+		if (!(c)) {                                                                        \
+			fprintf(stderr, "stress trap: %s failed\n", #c);                           \
+			return 1;                                                                  \
+		}                                                                                  \
+	} while (0)
+
+static int trap_mode(void)
+{
+	struct sigaction sa, q;
+	TRAP_CHECK(sigaction(SIGTRAP, NULL, &q) == 0 && q.sa_handler == SIG_DFL);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = trap_handler;
+	sa.sa_flags = SA_SIGINFO;
+	TRAP_CHECK(sigaction(SIGTRAP, &sa, NULL) == 0);
+	TRAP_CHECK(sigaction(SIGTRAP, NULL, &q) == 0 && (q.sa_flags & SA_SIGINFO) &&
+		   q.sa_sigaction == trap_handler);
+	for (int i = 0; i < 200; i++) {
+		work(0.002);
+		raise(SIGTRAP);
+#if defined(__x86_64__) || defined(__i386__)
+		__asm__ volatile("int3");
+#else
+		trap_int3++;
+#endif
+	}
+	printf("trap: raised %d int3 %d other %d\n", (int)trap_raised, (int)trap_int3,
+	       (int)trap_other);
+	TRAP_CHECK(trap_raised == 200 && trap_int3 == 200 && trap_other == 0);
+
+	TRAP_CHECK((uintptr_t)signal(SIGTRAP, SIG_IGN) == (uintptr_t)trap_handler);
+	raise(SIGTRAP);
+	work(0.1);
+	TRAP_CHECK(trap_raised == 200);
+
+	/* SA_RESETHAND: the first one runs the handler, then the default is back */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = plain_handler;
+	sa.sa_flags = SA_RESETHAND;
+	TRAP_CHECK(sigaction(SIGTRAP, &sa, &q) == 0 && q.sa_handler == SIG_IGN);
+	raise(SIGTRAP);
+	TRAP_CHECK(trap_raised == 201);
+	TRAP_CHECK(sigaction(SIGTRAP, NULL, &q) == 0 && q.sa_handler == SIG_DFL);
+	work(0.1);
+	return 0;
 }
 
 static int run_threads(void *(*fn)(void *), int n)
@@ -141,6 +214,24 @@ int main(int argc, char **argv)
 			sigprocmask(SIG_UNBLOCK, &s, NULL);
 			work(0.002);
 		}
+		return 0;
+	}
+	if (!strcmp(mode, "blockall")) {
+		sigset_t s, old;
+		sigfillset(&s);
+		for (int i = 0; i < 200; i++) {
+			pthread_sigmask(SIG_BLOCK, &s, &old);
+			work(0.002);
+			pthread_sigmask(SIG_SETMASK, &old, NULL);
+			work(0.002);
+		}
+		return 0;
+	}
+	if (!strcmp(mode, "trap"))
+		return trap_mode();
+	if (!strcmp(mode, "trapdfl")) {
+		work(0.5);
+		raise(SIGTRAP);
 		return 0;
 	}
 	if (!strcmp(mode, "ownprof")) {
