@@ -15,19 +15,19 @@
 #                         (draining, deduplicating, compressing)
 #
 # The thread figure holds everything the target pays per sample: the
-# kernel's signal delivery and return, the timer's read of its counter, the
+# kernel's signal delivery and return, the handler's clock reading, the
 # unwind and the ring write. The "paused" row runs depth 8 with
-# STACKPROF_START=0: the timers run and the handler reads its timer, but
-# nothing is unwound or kept, so it prices the signal's round trip alone
-# (per signal, counted as CPU time x rate, at most 250/s for POSIX timers).
+# STACKPROF_START=0: the library is loaded but sampling is off, which stops
+# the timers too, so its slowdown is what a loaded, stopped profiler costs
+# (no per-sample figures). The timer's own price is the --timers table.
 # "self-rep." is what stackprof measures of its own
 # handler and `stackprof info` prints ("handler: N us per sample"), where the
 # build has it: the handler's body only, without the signal's round trip. Medians over REPS runs. The stack is DEPTH + 5
 # frames deep (main and libc's start-up below the recursion); it is walked
 # completely (STACKPROF_MAX_DEPTH=1024 unless -m says otherwise).
 #
-# Rates: 4000 Hz (timer "auto": perf_event task-clock when perf_event_paranoid
-# allows it, else POSIX CPU timers, which the kernel only fires once per tick
+# Rates: 4000 Hz (timer "auto": a perf_event task-clock, perf-sigtrap or
+# perf-task-clock, when perf_event_paranoid allows it, else POSIX CPU timers, which the kernel only fires once per tick
 # (HZ, 250 here), so that 4000 Hz then means 250 signals a second weighted by
 # overruns) and 250 Hz with the POSIX timer. The timer that ran is in the
 # table. A run the driver does not finish in BENCH_LIMIT seconds (default 60)
@@ -35,10 +35,11 @@
 # more, so the thread does little but take samples.
 #
 # A second table prices the timer mechanisms alone, with the small driver
-# bench/timer_cost.c and an empty SIGPROF handler (no stackprof involved):
-# POSIX CPU timer, perf task-clock with F_SETSIG with and without the read()
-# of the counter that stackprof's handler does, and the same perf event with
-# no signal (a ring buffer, as `perf record` uses it). Each is paired with a
+# bench/timer_cost.c and an empty handler (no stackprof involved): POSIX CPU
+# timer, perf task-clock with attr.sigtrap (SIGTRAP, stackprof's choice above
+# 250 Hz), with F_SETSIG with and without a read() of the counter in the
+# handler, and the same perf event with no signal (a ring buffer, as
+# `perf record` uses it). Each is paired with a
 # run without a timer; cost per event = (1 - speed / speed without) / events
 # per CPU second. --no-timers skips it.
 #
@@ -138,14 +139,8 @@ for spec in $rates; do
 				END { print (s == "" ? "-" : s), (t == "" ? "-" : t), (h == "" ? "-" : h) }')
 			rm -f "$prof"
 			[ "$w_t" = timeout ] && dead=1
-			# paused: no samples are kept, so count the signals instead: one per
-			# period of thread CPU for the perf timer, at most one per tick
-			# (250 Hz here) for the POSIX timer
-			if [ "$d" = paused ] && [ "$w_t" != timeout ]; then
-				ns=$(awk -v c="$w_t" -v hz="$hz" -v t="$timer" 'BEGIN {
-					r = hz; if (t != "perf-task-clock" && r > 250) r = 250
-					printf "%d", c / 1e9 * r }')
-			fi
+			# paused: no timer runs, so there is no per-sample figure
+			[ "$d" = paused ] && ns=-
 			echo "$spec $d $r $b_t $b_p $w_t $w_p $ns $timer $self" >>"$raw"
 			printf '  %-12s depth %4s run %d/%d: without %s ns, with %s ns, %s samples (%s)\n' \
 				"$spec" "$d" "$r" "$reps" "$b_t" "$w_t" "$ns" "$timer" >&2
@@ -161,7 +156,7 @@ if [ "$timers" = 1 ]; then
 		traw=$T/timers.txt
 		: >"$traw"
 		for ((r = 1; r <= reps; r++)); do
-			for m in posix perf perf-noread perf-nosig; do
+			for m in posix trap perf perf-noread perf-nosig; do
 				read -r _ _ _ _ _ _ _ rn < <("$TC" none "$tc_hz" "$secs")
 				read -r _ _ _ sig _ cpu _ rm < <("$TC" "$m" "$tc_hz" "$secs" 2>/dev/null)
 				echo "$m $r ${rn:--} ${rm:--} ${sig:--} ${cpu:--}" >>"$traw"
@@ -235,14 +230,15 @@ if [ "$timers" = 1 ]; then
 	echo
 	echo "Cost of the timer mechanism alone (bench/timer_cost.c, empty SIGPROF handler, $tc_hz Hz, medians of $reps pairs)"
 	printf '%-46s %12s %10s %12s\n' "mechanism" "events/CPU-s" "slowdown" "ns/event"
-	for m in posix perf perf-noread perf-nosig; do
+	for m in posix trap perf perf-noread perf-nosig; do
 		sel() { awk -v m="$m" "\$1 == m { print $1 }" "$traw"; }
 		ev=$(median $(sel '($6 > 0 && $5 != "-") ? ($1 == "perf-nosig" ? '"$tc_hz"' : $5 / ($6 / 1e9)) : "-"'))
 		sl=$(median $(sel '($4 > 0 && $3 > 0) ? $3 / $4 : "-"'))
 		cost=$(median $(sel '($4 > 0 && $3 > 0 && $6 > 0) ? (1 - $4 / $3) / (($1 == "perf-nosig" ? '"$tc_hz"' : $5 / ($6 / 1e9))) * 1e9 : "-"'))
 		case $m in
 		posix) what="POSIX CPU timer, SIGEV_THREAD_ID" ;;
-		perf) what="perf task-clock F_SETSIG + read() (stackprof)" ;;
+		trap) what="perf task-clock, sigtrap (stackprof >250 Hz)" ;;
+		perf) what="perf task-clock F_SETSIG + read()" ;;
 		perf-noread) what="perf task-clock F_SETSIG, no read()" ;;
 		perf-nosig) what="perf task-clock to a ring buffer, no signal" ;;
 		esac

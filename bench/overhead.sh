@@ -18,7 +18,8 @@
 #
 # Configurations:
 #   stackprof  LD_PRELOAD=libstackprof.so STACKPROF_FREQ=100, 1000, 4000
-#              (timer "auto": posix CPU timers at 100 Hz, perf task-clock above)
+#              (timer "auto": posix CPU timers at 100 Hz, perf-sigtrap above),
+#              and 1000 Hz with the perf-task-clock (SIGPROF) timer for comparison
 #   gperftools LD_PRELOAD=libprofiler.so CPUPROFILE_FREQUENCY=100, 1000
 #              (if installed; setitimer(ITIMER_PROF): one signal per kernel
 #              tick at most for the whole process, whatever the frequency)
@@ -38,7 +39,8 @@
 #   -b BATCHES  batch sizes (default "1 8"); iterations per run: 10 at batch 1,
 #               3 at batch 8, 1 warm-up (BENCH_ITERS overrides)
 #   -c CONFIGS  subset, e.g. "sp100 sp1000" (default all that are installed:
-#               sp100 sp1000 sp4000 gperf100 gperf1000 perf1000)
+#               sp100 sp1000 sp1000-perf sp4000 gperf100 gperf1000 perf1000);
+#               spHZ-KIND sets STACKPROF_TIMER=KIND (posix, trap, perf, itimer)
 #   --quick     -r 3 -b 1 (about 2 minutes)
 # Runtime with the defaults: about 15-18 minutes on a 2-core machine (more
 # when it is loaded).
@@ -73,12 +75,17 @@ bench_tmpdir
 T=$BENCH_TMP
 
 notes=()
-configs=(sp100 sp1000 sp4000)
+configs=(sp100 sp1000 sp1000-perf sp4000)
 if have_gperf; then configs+=(gperf100 gperf1000); else notes+=("gperftools: $GPERF_LIB not installed: skipped"); fi
 if have_perf; then configs+=(perf1000); else notes+=("perf: not usable here: skipped"); fi
 if [ -n "$want" ]; then
 	sel=()
-	for c in "${configs[@]}"; do case " $want " in *" $c "*) sel+=("$c") ;; esac; done
+	for c in "${configs[@]}"; do
+		case $c in sp[0-9]*-*) continue ;; esac
+		case " $want " in *" $c "*) sel+=("$c") ;; esac
+	done
+	# stackprof with a timer kind (sp1000-perf): always available
+	for c in $want; do case $c in sp[0-9]*-*) sel+=("$c") ;; esac; done
 	configs=("${sel[@]}")
 fi
 
@@ -105,9 +112,13 @@ run() {
 	case $cfg in
 	base) (cd "$d" && bash -c '"$@" >out 2>err; times >times' _ "${rn[@]}") ;;
 	sp*)
-		# env inside: the preload must reach resnet18, not the timing shell
+		# spHZ or spHZ-KIND (STACKPROF_TIMER); env inside: the preload must
+		# reach resnet18, not the timing shell
+		local hz=${cfg#sp} kind=auto
+		case $hz in *-*) kind=${hz#*-} hz=${hz%%-*} ;; esac
 		(cd "$d" && bash -c '"$@" >out 2>err; times >times' _ env LD_PRELOAD="$LIB" \
-			STACKPROF_OUT="$d/s.prof" STACKPROF_FREQ="${cfg#sp}" STACKPROF_QUIET=1 "${rn[@]}")
+			STACKPROF_OUT="$d/s.prof" STACKPROF_FREQ="$hz" STACKPROF_TIMER="$kind" \
+			STACKPROF_QUIET=1 "${rn[@]}")
 		;;
 	gperf*)
 		(cd "$d" && bash -c '"$@" >out 2>err; times >times' _ env LD_PRELOAD="$GPERF_LIB" \
@@ -156,6 +167,7 @@ done
 
 label() {
 	case $1 in
+	sp*-*) local x=${1#sp}; echo "stackprof ${x%%-*} Hz ${x#*-}" ;;
 	sp*) echo "stackprof ${1#sp} Hz" ;;
 	gperf*) echo "gperftools ${1#gperf} Hz" ;;
 	perf*) echo "perf record -g -F ${1#perf}" ;;

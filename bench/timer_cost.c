@@ -9,12 +9,15 @@
  *   none        no timer (the baseline)
  *   posix       timer_create(CLOCK_THREAD_CPUTIME_ID) + SIGEV_THREAD_ID
  *   perf        perf_event task-clock, F_SETSIG SIGPROF to the thread, as
- *               sampler/timer.c arms it; the handler read()s the counter
- *               (as sp_perf_weight does)
+ *               sampler/timer.c arms its perf-task-clock kind; the handler
+ *               read()s the counter (as stackprof's handler did until it took
+ *               the weight from the thread CPU clock)
  *   perf-noread the same without the read() in the handler
  *   perf-nosig  the same event sampling at HZ into a 1-page ring buffer, no
  *               signal at all (what `perf record -e cpu-clock` costs the
  *               target, minus perf's own process)
+ *   trap        the same event with attr.sigtrap: the kernel sends SIGTRAP
+ *               to the thread as task work (stackprof's perf-sigtrap)
  *
  * It spins for SECONDS of thread CPU time in slices of a fixed iteration
  * count and prints "MODE HZ signals N cpu_ns C iters_per_cpu_s R". The time
@@ -60,7 +63,7 @@ static long long tc_cpu(void)
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static int tc_perf_open(uint64_t period, int exclude_kernel)
+static int tc_perf_open(uint64_t period, int exclude_kernel, int trap)
 {
 	struct perf_event_attr a;
 	memset(&a, 0, sizeof(a));
@@ -73,13 +76,19 @@ static int tc_perf_open(uint64_t period, int exclude_kernel)
 	a.exclude_kernel = exclude_kernel;
 	a.exclude_hv = 1;
 	a.wakeup_events = 1;
+	if (trap) {
+		a.sigtrap = 1;
+		a.remove_on_exec = 1;
+	}
 	return (int)syscall(SYS_perf_event_open, &a, (pid_t)syscall(SYS_gettid), -1, -1, 0);
 }
 
 int main(int argc, char **argv)
 {
 	if (argc != 4) {
-		fprintf(stderr, "usage: timer_cost none|posix|perf|perf-noread|perf-nosig HZ SECONDS\n");
+		fprintf(
+		    stderr,
+		    "usage: timer_cost none|posix|perf|perf-noread|perf-nosig|trap HZ SECONDS\n");
 		return 2;
 	}
 	const char *mode = argv[1];
@@ -93,6 +102,7 @@ int main(int argc, char **argv)
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigfillset(&sa.sa_mask);
 	sigaction(SIGPROF, &sa, NULL);
+	sigaction(SIGTRAP, &sa, NULL);
 
 	if (!strcmp(mode, "posix")) {
 		struct sigevent sev;
@@ -101,31 +111,39 @@ int main(int argc, char **argv)
 		sev.sigev_notify = SIGEV_THREAD_ID;
 		sev.sigev_signo = SIGPROF;
 		sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
-		struct itimerspec its = {.it_interval = {0, (long)period}, .it_value = {0, (long)period}};
+		struct itimerspec its = {.it_interval = {0, (long)period},
+					 .it_value = {0, (long)period}};
 		if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &id) < 0 ||
 		    timer_settime(id, 0, &its, NULL) < 0) {
 			perror("timer");
 			return 1;
 		}
-	} else if (!strncmp(mode, "perf", 4)) {
-		tc_fd = tc_perf_open(period, 0);
+	} else if (!strncmp(mode, "perf", 4) || !strcmp(mode, "trap")) {
+		int trap = !strcmp(mode, "trap");
+		tc_fd = tc_perf_open(period, 0, trap);
 		if (tc_fd < 0)
-			tc_fd = tc_perf_open(period, 1);
+			tc_fd = tc_perf_open(period, 1, trap);
 		if (tc_fd < 0) {
 			perror("perf_event_open");
 			return 1;
 		}
-		if (!strcmp(mode, "perf-nosig")) {
-			/* a ring buffer for the samples; never read: overflow records are just lost */
-			void *m = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, tc_fd, 0);
+		if (trap) {
+			/* nothing to set up: the kernel signals the thread itself */
+		} else if (!strcmp(mode, "perf-nosig")) {
+			/* a ring buffer for the samples; never read: overflow records are just lost
+			 */
+			void *m =
+			    mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, tc_fd, 0);
 			if (m == MAP_FAILED) {
 				perror("mmap");
 				return 1;
 			}
 		} else {
-			struct f_owner_ex own = {.type = F_OWNER_TID, .pid = (pid_t)syscall(SYS_gettid)};
+			struct f_owner_ex own = {.type = F_OWNER_TID,
+						 .pid = (pid_t)syscall(SYS_gettid)};
 			tc_read = !strcmp(mode, "perf");
-			if (fcntl(tc_fd, F_SETSIG, SIGPROF) < 0 || fcntl(tc_fd, F_SETOWN_EX, &own) < 0 ||
+			if (fcntl(tc_fd, F_SETSIG, SIGPROF) < 0 ||
+			    fcntl(tc_fd, F_SETOWN_EX, &own) < 0 ||
 			    fcntl(tc_fd, F_SETFL, O_ASYNC | O_NONBLOCK) < 0) {
 				perror("fcntl");
 				return 1;
@@ -147,7 +165,7 @@ int main(int argc, char **argv)
 		slices++;
 		c = tc_cpu();
 	}
-	printf("%s %ld signals %ld cpu_ns %lld iters_per_cpu_s %.0f\n", mode, hz, tc_signals, c - c0,
-	       slices * 1e6 / ((c - c0) / 1e9));
+	printf("%s %ld signals %ld cpu_ns %lld iters_per_cpu_s %.0f\n", mode, hz, tc_signals,
+	       c - c0, slices * 1e6 / ((c - c0) / 1e9));
 	return 0;
 }

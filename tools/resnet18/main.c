@@ -12,6 +12,7 @@
 #include "resnet18.h"
 #include "selftest.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@
 struct options {
 	int batch, iters, threads, warmup;
 	int selftest;
+	int profile_ab;
 };
 
 static void usage(FILE *f)
@@ -45,6 +47,10 @@ static void usage(FILE *f)
 		"  --warmup N    untimed passes first (default 1)\n"
 		"  --selftest    check GEMM, convolution and pooling against reference\n"
 		"                code and thread-count independence, then exit 0 or 1\n"
+		"  --profile-ab  with libstackprof.so preloaded: turn sampling on and off\n"
+		"                for alternate timed passes (stackprof_start/stop, in\n"
+		"                pairs ordered on-off, off-on, ...) and print the median\n"
+		"                of the pairs' on/off time ratios (bench/overhead.sh --ab)\n"
 		"  -h, --help    show this help\n"
 		"\n"
 		"Example:\n"
@@ -113,6 +119,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 			o->selftest = 1;
 			continue;
 		}
+		if (!strcmp(arg, "--profile-ab")) {
+			o->profile_ab = 1;
+			continue;
+		}
 		for (j = 0; j < RN_ARRAY_SIZE(opts); j++) {
 			size_t len = strlen(opts[j].name);
 			const char *value;
@@ -177,6 +187,58 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
 }
 
+/*
+ * --profile-ab: stackprof's start/stop, found at run time so that resnet18
+ * needs no stackprof to build or run. Pass i of the timed passes is
+ * profiled or not by ab_on(i): pairs (2k, 2k+1) alternate on-off, off-on.
+ */
+static void (*ab_start)(void), (*ab_stop)(void);
+
+static int ab_on(int i)
+{
+	return (i % 2) == ((i / 2) % 2);
+}
+
+static int ab_init(void)
+{
+	ab_start = (void (*)(void))dlsym(RTLD_DEFAULT, "stackprof_start");
+	ab_stop = (void (*)(void))dlsym(RTLD_DEFAULT, "stackprof_stop");
+	int (*active)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "stackprof_active");
+	if (!ab_start || !ab_stop || !active || !active()) {
+		fprintf(stderr, "resnet18: --profile-ab needs libstackprof.so preloaded "
+				"(LD_PRELOAD) and sampling\n");
+		return -1;
+	}
+	return 0;
+}
+
+static void ab_report(const double *times, int iters)
+{
+	int pairs = iters / 2, n = 0;
+	double *r = malloc((size_t)(pairs + 1) * sizeof(*r));
+	double *on = malloc((size_t)(pairs + 1) * sizeof(*on));
+	double *off = malloc((size_t)(pairs + 1) * sizeof(*off));
+	if (!r || !on || !off || pairs < 1)
+		goto out;
+	for (int k = 0; k < pairs; k++) {
+		int a = 2 * k, b = 2 * k + 1;
+		double t_on = ab_on(a) ? times[a] : times[b];
+		double t_off = ab_on(a) ? times[b] : times[a];
+		on[n] = t_on;
+		off[n] = t_off;
+		r[n++] = t_on / t_off;
+	}
+	qsort(r, (size_t)n, sizeof(*r), cmp_double);
+	double q1 = r[n / 4], q3 = r[(3 * n) / 4 < n ? (3 * n) / 4 : n - 1];
+	printf("resnet18: profile-ab: %d pairs, sampling on %.2f ms, off %.2f ms (medians), "
+	       "ratio %.4f (IQR %.4f-%.4f)\n",
+	       n, median(on, n), median(off, n), median(r, n), q1, q3);
+out:
+	free(r);
+	free(on);
+	free(off);
+}
+
 static int run(const struct options *o)
 {
 	struct rn_pool *pool = NULL;
@@ -201,9 +263,13 @@ static int run(const struct options *o)
 	}
 	rn_resnet18_input(input, o->batch);
 	gflop = rn_resnet18_flops(net) * o->batch / 1e9;
+	if (o->profile_ab && ab_init() < 0)
+		goto out;
 
 	for (int i = 0; i < o->warmup + o->iters; i++) {
 		int timed = i >= o->warmup;
+		if (o->profile_ab)
+			(!timed || ab_on(i - o->warmup) ? ab_start : ab_stop)();
 		double t0 = now_ms(), ms;
 		const float *logits = resnet18_forward(net, pool, input, o->batch);
 		uint32_t sum;
@@ -224,6 +290,10 @@ static int run(const struct options *o)
 		       gflop / (ms / 1e3));
 	}
 
+	if (o->profile_ab) {
+		ab_start();
+		ab_report(times, o->iters);
+	}
 	printf("resnet18: batch %d, threads %d, %d iters, median %.1f ms/iter, checksum 0x%08x\n",
 	       o->batch, o->threads, o->iters, median(times, o->iters), first);
 	status = 0;
