@@ -130,9 +130,13 @@ struct sp_prof_stats {
 	uint64_t weight_ns;	/* CPU time covered by the samples */
 	uint64_t signals;	/* timer signals handled (incl. overruns as 1) */
 	uint64_t overruns;
-	char *timer;	     /* the timer that really ran */
-	uint64_t handler_ns; /* CPU time spent in the SIGPROF handler, all samples */
-	uint64_t throttled;  /* samples skipped because the handler overran its budget */
+	char *timer;		/* the timer that really ran */
+	uint64_t handler_ns;	/* CPU time spent in the SIGPROF handler, all samples */
+	uint64_t throttled;	/* samples skipped because the handler overran its budget */
+	uint64_t unwind_fast;	/* frames stepped by stackprof's cached CFI rules */
+	uint64_t unwind_slow;	/* frames stepped by libunwind */
+	uint64_t unwind_differ; /* STACKPROF_UNWIND=check: samples where the unwinders differ */
+	bool unwind_checked;	/* the run was in check mode */
 };
 
 /* ---------------------------------------------------------------- writer */

@@ -298,6 +298,15 @@ static bool sp_parse_record(struct sp_reader *r, uint8_t type, const uint8_t *da
 			s.handler_ns = sp_cursor_uleb(&c);
 		if (c.p < c.end)
 			s.throttled = sp_cursor_uleb(&c);
+		if (c.p < c.end)
+			s.unwind_fast = sp_cursor_uleb(&c);
+		if (c.p < c.end)
+			s.unwind_slow = sp_cursor_uleb(&c);
+		if (c.p < c.end) {
+			uint64_t d = sp_cursor_uleb(&c);
+			s.unwind_checked = d > 0;
+			s.unwind_differ = d ? d - 1 : 0;
+		}
 		if (p->stats.timer != r->committed.stats.timer)
 			sp_stats_release(&p->stats);
 		p->stats = s;

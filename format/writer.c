@@ -205,6 +205,10 @@ int sp_writer_stats(struct sp_writer *w, const struct sp_prof_stats *s)
 	sp_buf_put_str(b, s->timer);
 	sp_buf_put_uleb(b, s->handler_ns);
 	sp_buf_put_uleb(b, s->throttled);
+	sp_buf_put_uleb(b, s->unwind_fast);
+	sp_buf_put_uleb(b, s->unwind_slow);
+	/* check mode only: "no difference" and "not compared" must read apart */
+	sp_buf_put_uleb(b, s->unwind_checked ? s->unwind_differ + 1 : 0);
 	return sp_writer_emit(w, SP_REC_STATS);
 }
 

@@ -78,7 +78,7 @@ void sp_config_load(struct sp_config *cfg)
 			strcpy(cfg->out, out);
 	}
 	sp_env_u32("STACKPROF_FREQ", 1, 20000, &cfg->freq_hz);
-	sp_env_u32("STACKPROF_MAX_DEPTH", 8, 4096, &cfg->max_depth);
+	sp_env_u32("STACKPROF_MAX_DEPTH", 8, SP_MAX_DEPTH_WORDS, &cfg->max_depth);
 	sp_env_u32("STACKPROF_RING_KB", 64, 65536, &cfg->ring_kb);
 	sp_env_u32("STACKPROF_FLUSH_MS", 10, 60000, &cfg->flush_ms);
 	const char *t = getenv("STACKPROF_TIMER");
@@ -90,6 +90,17 @@ void sp_config_load(struct sp_config *cfg)
 			sp_log("STACKPROF_TIMER=%s ignored: expected auto, posix, perf, trap or "
 			       "itimer",
 			       t);
+	}
+	const char *u = getenv("STACKPROF_UNWIND");
+	if (u && *u) {
+		if (!strcmp(u, "fast"))
+			cfg->unwind = SP_UNWIND_FAST;
+		else if (!strcmp(u, "libunwind"))
+			cfg->unwind = SP_UNWIND_LIBUNWIND;
+		else if (!strcmp(u, "check"))
+			cfg->unwind = SP_UNWIND_CHECK;
+		else
+			sp_log("STACKPROF_UNWIND=%s ignored: expected fast, libunwind or check", u);
 	}
 	const char *start = getenv("STACKPROF_START");
 	cfg->paused = start && !strcmp(start, "0");

@@ -11,6 +11,16 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* The deepest stack STACKPROF_MAX_DEPTH may ask for. */
+#define SP_MAX_DEPTH_WORDS 4096
+
+/* STACKPROF_UNWIND: which unwinder the handler uses (unwind.h). */
+enum sp_unwind_mode {
+	SP_UNWIND_FAST,	     /* cached CFI rules, libunwind for the frames they can't step */
+	SP_UNWIND_LIBUNWIND, /* libunwind for every frame */
+	SP_UNWIND_CHECK,     /* both on every sample, counting the samples where they differ */
+};
+
 /* A torch.profiler.schedule: skip `wait` steps, sample `warmup` + `active`, repeat. */
 struct sp_schedule {
 	bool set;
@@ -20,10 +30,11 @@ struct sp_schedule {
 struct sp_config {
 	char out[4096];		     /* STACKPROF_OUT; "" means stackprof.<pid>.prof */
 	uint32_t freq_hz;	     /* STACKPROF_FREQ, 1..20000, default 100 */
-	uint32_t max_depth;	     /* STACKPROF_MAX_DEPTH, 8..4096, default 512 */
+	uint32_t max_depth;	     /* STACKPROF_MAX_DEPTH, 8..SP_MAX_DEPTH_WORDS, default 512 */
 	uint32_t ring_kb;	     /* STACKPROF_RING_KB per thread, 64..65536, default 1024 */
 	uint32_t flush_ms;	     /* STACKPROF_FLUSH_MS, 10..60000, default 200 */
-	char timer[32];		     /* STACKPROF_TIMER: auto, posix, perf, itimer */
+	char timer[32];		     /* STACKPROF_TIMER: auto, posix, trap, perf, itimer */
+	enum sp_unwind_mode unwind;  /* STACKPROF_UNWIND: fast (default), libunwind, check */
 	bool quiet;		     /* STACKPROF_QUIET=1: no messages at all */
 	bool verbose;		     /* STACKPROF_VERBOSE=1 */
 	bool paused;		     /* STACKPROF_START=0: wait for stackprof_start() */

@@ -6,6 +6,25 @@
 #include "unwind.h"
 
 #include <errno.h>
+#include <string.h>
+
+/*
+ * STACKPROF_UNWIND=check: whether two walks of one stack disagree. Past a
+ * frame in no known module both are guesses (a stack scan whose start
+ * depends on the guess before it), so only the frames up to the first
+ * such frame must be equal, and as many of them.
+ */
+static bool sp_stacks_differ(const uint64_t *a, size_t na, const uint64_t *b, size_t nb)
+{
+	size_t i = 0;
+	for (; i < na && i < nb; i++) {
+		if (a[i] != b[i])
+			return true;
+		if (i && !sp_modules_is_text(a[i]))
+			return false;
+	}
+	return na != nb;
+}
 
 void sp_handler(int sig, siginfo_t *si, void *uc)
 {
@@ -51,10 +70,22 @@ void sp_handler(int sig, siginfo_t *si, void *uc)
 		atomic_fetch_add_explicit(&t->skipped, 1, memory_order_relaxed);
 		goto out;
 	}
+	struct sp_unwind_count cnt = {0, 0};
+	enum sp_unwind_mode mode = sp_g.cfg.unwind;
 	sp_in_unwind = 1;
-	size_t depth = sp_unwind_signal(uc, e + SP_ENTRY_PCS, max, &flags);
+	size_t depth =
+	    sp_unwind_signal(uc, e + SP_ENTRY_PCS, max, &flags, mode == SP_UNWIND_LIBUNWIND, &cnt);
+	if (mode == SP_UNWIND_CHECK && t->check_pcs) {
+		struct sp_unwind_count ref = {0, 0};
+		uint32_t ref_flags = 0;
+		size_t n = sp_unwind_signal(uc, t->check_pcs, max, &ref_flags, true, &ref);
+		if (sp_stacks_differ(e + SP_ENTRY_PCS, depth, t->check_pcs, n))
+			atomic_fetch_add_explicit(&t->unw_differ, 1, memory_order_relaxed);
+	}
 	sp_in_unwind = 0;
 	sp_modules_leave();
+	atomic_fetch_add_explicit(&t->unw_fast, cnt.fast, memory_order_relaxed);
+	atomic_fetch_add_explicit(&t->unw_slow, cnt.slow, memory_order_relaxed);
 
 	e[SP_ENTRY_TIME] = sp_now_ns() - sp_g.start_mono_ns;
 	e[SP_ENTRY_WEIGHT] = weight;

@@ -92,7 +92,8 @@ __attribute__((constructor)) static void sp_init(void)
 	}
 	int err = sp_unwind_init();
 	if (err)
-		sp_log("libunwind.so.8 could not be loaded (%s): samples keep only the leaf frame",
+		sp_log("libunwind.so.8 could not be loaded (%s): stacks end at the first frame "
+		       "stackprof's own unwinder can't step (signal handlers, PLT stubs)",
 		       strerror(-err));
 	sp_g.timer = sp_timer_choose(sp_g.cfg.timer, sp_g.cfg.freq_hz);
 	sp_api_init();

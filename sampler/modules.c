@@ -99,6 +99,7 @@ static int sp_fill_cb(struct dl_phdr_info *info, size_t size, void *arg)
 		m->start = m->end = 0;
 	m->vdso = f->vdso && m->start <= f->vdso && f->vdso < m->end;
 	m->main = s->n_mods == 1 && !*name;
+	sp_cfi_table_init(info, &m->cfi);
 	return 0;
 }
 
@@ -155,6 +156,8 @@ static struct sp_modsnap *sp_snap_build(void)
 /* Replaces the snapshot; frees the old one once no handler can be reading it. */
 static void sp_snap_publish(struct sp_modsnap *s)
 {
+	struct sp_modsnap *cur = atomic_load(&sp_snap);
+	s->epoch = cur ? cur->epoch + (cur->subs != s->subs) : 0;
 	struct sp_modsnap *old = atomic_exchange(&sp_snap, s);
 	atomic_fetch_add(&sp_mod_gen, 1);
 	if (!old)
@@ -297,6 +300,17 @@ bool sp_modules_is_text(uintptr_t addr)
 {
 	const struct sp_modsnap *s = atomic_load(&sp_snap);
 	return s && sp_find_text(s, addr);
+}
+
+const struct sp_modsnap *sp_modules_current(void)
+{
+	return atomic_load(&sp_snap);
+}
+
+const struct sp_mod *sp_modsnap_text(const struct sp_modsnap *s, uintptr_t addr)
+{
+	const struct sp_xrange *x = s ? sp_find_text(s, addr) : NULL;
+	return x ? &s->mods[x->mod] : NULL;
 }
 
 /*

@@ -14,6 +14,8 @@
 #ifndef SP_SAMPLER_MODULES_H
 #define SP_SAMPLER_MODULES_H
 
+#include "cfi.h"
+
 #include <link.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -24,6 +26,7 @@ struct sp_mod {
 	uintptr_t start, end;	  /* lowest and highest mapped address */
 	bool vdso;
 	bool main;
+	struct sp_cfi_table cfi; /* its .eh_frame_hdr, for the handler's own unwinder */
 };
 
 struct sp_xrange {
@@ -34,6 +37,9 @@ struct sp_xrange {
 struct sp_modsnap {
 	size_t map_len; /* bytes mapped for this snapshot */
 	unsigned long long adds, subs;
+	/* moves whenever a module went away since the previous snapshot: what
+	 * was learnt about an address under an older epoch may be stale */
+	uint32_t epoch;
 	size_t n_mods;
 	struct sp_mod *mods;
 	size_t n_x;
@@ -70,6 +76,14 @@ size_t sp_module_build_id(const struct sp_mod *m, uint8_t *out, size_t cap);
  * sp_modules_enter()/sp_modules_leave().
  */
 bool sp_modules_is_text(uintptr_t addr);
+
+/*
+ * The current snapshot, for the handler to hold through one sample, and the
+ * module whose executable segment holds addr in it (NULL if none).
+ * Signal-safe; only between sp_modules_enter()/sp_modules_leave().
+ */
+const struct sp_modsnap *sp_modules_current(void);
+const struct sp_mod *sp_modsnap_text(const struct sp_modsnap *s, uintptr_t addr);
 
 /*
  * Brackets the handler's use of the snapshot and of the modules' unwind

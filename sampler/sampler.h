@@ -62,9 +62,14 @@ struct sp_thread {
 	_Atomic uint64_t truncated;
 	_Atomic uint64_t handler_ns; /* CPU time in the handler, for the overhead figure */
 	_Atomic uint64_t throttled;  /* samples not taken because the handler was too slow */
-	uint32_t throttle;	     /* samples still to skip */
-	uint64_t throttled_weight;   /* their CPU time, carried to the next sample */
-	char name_at_exit[16];	     /* the thread's name, read as it exits */
+	_Atomic uint64_t unw_fast;   /* frames stepped by a CFI rule */
+	_Atomic uint64_t unw_slow;   /* frames stepped by libunwind */
+	_Atomic uint64_t
+	    unw_differ;		   /* STACKPROF_UNWIND=check: samples the two unwinders differ on */
+	uint64_t *check_pcs;	   /* check mode: libunwind's stack, max_depth words */
+	uint32_t throttle;	   /* samples still to skip */
+	uint64_t throttled_weight; /* their CPU time, carried to the next sample */
+	char name_at_exit[16];	   /* the thread's name, read as it exits */
 };
 
 struct sp_state {

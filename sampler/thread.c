@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 
 __thread struct sp_thread *sp_self SP_TLS;
@@ -67,7 +68,15 @@ int sp_thread_attach(void)
 	if (!t)
 		return -EAGAIN;
 	struct sp_ring ring = t->ring; /* kept from a previous owner, if any */
+	uint64_t *check = t->check_pcs;
 	memset((char *)t + sizeof(t->state), 0, sizeof(*t) - sizeof(t->state));
+	if (sp_g.cfg.unwind == SP_UNWIND_CHECK && !check) {
+		/* kept with the slot, like the ring; only this test mode has one */
+		void *p = mmap(NULL, SP_MAX_DEPTH_WORDS * sizeof(uint64_t), PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		check = p == MAP_FAILED ? NULL : p;
+	}
+	t->check_pcs = check;
 	t->perf_fd = -1;
 	t->tid = sp_gettid();
 	int err = 0;

@@ -348,6 +348,9 @@ static void sp_add_counters(struct sp_prof_stats *st, struct sp_thread *t)
 	st->overruns += atomic_load(&t->overruns);
 	st->handler_ns += atomic_load(&t->handler_ns);
 	st->throttled += atomic_load(&t->throttled);
+	st->unwind_fast += atomic_load(&t->unw_fast);
+	st->unwind_slow += atomic_load(&t->unw_slow);
+	st->unwind_differ += atomic_load(&t->unw_differ);
 }
 
 static void sp_drain_all(struct sp_wstate *s, bool names)
@@ -384,6 +387,7 @@ static void sp_write_stats(struct sp_wstate *s, uint32_t flags)
 	st.samples = s->samples;
 	st.weight_ns = s->weight_ns;
 	st.timer = (char *)sp_g.timer->name;
+	st.unwind_checked = sp_g.cfg.unwind == SP_UNWIND_CHECK;
 	sp_writer_stats(s->w, &st);
 }
 

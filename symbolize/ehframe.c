@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "rangemap.h"
-#include "leb.h"
+#include "cfiread.h"
 
 struct sp_ehframe {
 	struct sp_rangemap map; /* address -> FDE index */
@@ -20,125 +20,16 @@ struct sp_cie_enc {
 	uint8_t enc; /* the FDE pointer encoding, from augmentation 'R' */
 };
 
-/* A cursor over bytes of .eh_frame, which lives at section address base. */
-struct sp_ehcur {
-	const uint8_t *p;
-	const uint8_t *end;
-	const uint8_t *buf; /* start of the section data */
-	uint64_t base;	    /* its virtual address */
-	bool bad;
-};
-
-static uint64_t sp_ehcur_uleb(struct sp_ehcur *c)
-{
-	return sp_leb_u(&c->p, c->end, &c->bad);
-}
-
-static int64_t sp_ehcur_sleb(struct sp_ehcur *c)
-{
-	return sp_leb_s(&c->p, c->end, &c->bad);
-}
-
-static uint64_t sp_ehcur_fixed(struct sp_ehcur *c, unsigned n, bool is_signed)
-{
-	if ((size_t)(c->end - c->p) < n) {
-		c->bad = true;
-		return 0;
-	}
-	uint64_t v = 0;
-	/* .eh_frame is in the target's byte order; stackprof runs on x86-64
-	 * and aarch64, both little-endian */
-	for (unsigned i = 0; i < n; i++)
-		v |= (uint64_t)c->p[i] << (8 * i);
-	c->p += n;
-	if (is_signed && n < 8 && (v >> (8 * n - 1)) & 1)
-		v |= ~(uint64_t)0 << (8 * n);
-	return v;
-}
-
-/* Reads a DW_EH_PE_* encoded pointer. Indirect and textrel/datarel ones
- * (unused for FDE ranges by GCC and LLVM) are reported as bad. */
-static uint64_t sp_ehcur_ptr(struct sp_ehcur *c, uint8_t enc, unsigned ptr_size, bool apply)
-{
-	uint64_t field = c->base + (uint64_t)(c->p - c->buf);
-	uint64_t v;
-	switch (enc & 0x0f) {
-	case DW_EH_PE_absptr:
-		v = sp_ehcur_fixed(c, ptr_size, false);
-		break;
-	case DW_EH_PE_uleb128:
-		v = sp_ehcur_uleb(c);
-		break;
-	case DW_EH_PE_udata2:
-		v = sp_ehcur_fixed(c, 2, false);
-		break;
-	case DW_EH_PE_udata4:
-		v = sp_ehcur_fixed(c, 4, false);
-		break;
-	case DW_EH_PE_udata8:
-		v = sp_ehcur_fixed(c, 8, false);
-		break;
-	case DW_EH_PE_sleb128:
-		v = (uint64_t)sp_ehcur_sleb(c);
-		break;
-	case DW_EH_PE_sdata2:
-		v = sp_ehcur_fixed(c, 2, true);
-		break;
-	case DW_EH_PE_sdata4:
-		v = sp_ehcur_fixed(c, 4, true);
-		break;
-	case DW_EH_PE_sdata8:
-		v = sp_ehcur_fixed(c, 8, true);
-		break;
-	default:
-		c->bad = true;
-		return 0;
-	}
-	if (!apply)
-		return v;
-	switch (enc & 0x70) {
-	case DW_EH_PE_absptr:
-		return v;
-	case DW_EH_PE_pcrel:
-		return v + field;
-	default:
-		c->bad = true;
-		return 0;
-	}
-}
-
 /* The FDE pointer encoding a CIE announces with augmentation 'R'. */
 static uint8_t sp_cie_fde_encoding(const Dwarf_CIE *cie, unsigned ptr_size)
 {
-	const char *aug = cie->augmentation;
-	if (!aug || aug[0] != 'z' || !cie->augmentation_data)
+	struct sp_cie_aug a;
+	if (!cie->augmentation || !cie->augmentation_data)
 		return DW_EH_PE_absptr;
-	struct sp_ehcur c = {
-	    .p = cie->augmentation_data,
-	    .end = cie->augmentation_data + cie->augmentation_data_size,
-	    .buf = cie->augmentation_data,
-	};
-	for (const char *a = aug + 1; *a && !c.bad; a++) {
-		switch (*a) {
-		case 'R':
-			return (uint8_t)sp_ehcur_fixed(&c, 1, false);
-		case 'L':
-			sp_ehcur_fixed(&c, 1, false);
-			break;
-		case 'P': {
-			uint8_t penc = (uint8_t)sp_ehcur_fixed(&c, 1, false);
-			sp_ehcur_ptr(&c, penc & 0x7f, ptr_size, false);
-			break;
-		}
-		case 'S':
-		case 'B':
-			break;
-		default:
-			/* an augmentation we do not know: its data length is unknown */
-			return DW_EH_PE_absptr;
-		}
-	}
-	return DW_EH_PE_absptr;
+	/* an unknown augmentation after 'R' still leaves 'R' read */
+	sp_cfiread_aug(cie->augmentation, cie->augmentation_data, cie->augmentation_data_size,
+		       ptr_size, &a);
+	return a.fde_enc;
 }
 
 static int sp_cie_find(const struct sp_cie_enc *cies, size_t n, Dwarf_Off off)
@@ -198,14 +89,13 @@ int sp_ehframe_new(Elf *elf, struct sp_ehframe **out)
 		} else {
 			int ci = sp_cie_find(cies, n_cies, e.fde.CIE_pointer);
 			uint8_t enc = ci >= 0 ? cies[ci].enc : DW_EH_PE_absptr;
-			struct sp_ehcur c = {
-			    .p = e.fde.start,
-			    .end = e.fde.end,
-			    .buf = data->d_buf,
-			    .base = sh.sh_addr,
-			};
-			uint64_t start = sp_ehcur_ptr(&c, enc, ptr_size, true);
-			uint64_t len = sp_ehcur_ptr(&c, enc & 0x0f, ptr_size, false);
+			/* pc-relative pointers count from the section's address */
+			struct sp_cfiread c = sp_cfiread_at(
+			    e.fde.start, e.fde.end,
+			    sh.sh_addr + (uint64_t)(e.fde.start - (const uint8_t *)data->d_buf));
+			c.ptr_size = ptr_size;
+			uint64_t start = sp_cfiread_ptr(&c, enc, true);
+			uint64_t len = sp_cfiread_ptr(&c, enc & 0x0f, false);
 			/* an FDE at 0 is a discarded function's leftover (--gc-sections) */
 			if (!c.bad && len && start) {
 				if (n_fdes == fdes_cap) {

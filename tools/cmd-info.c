@@ -129,6 +129,16 @@ int sp_cmd_info(int argc, char **argv)
 		    "handler:     %.1f us of CPU per sample in the handler body (unwinding; not "
 		    "the timer or signal delivery)\n",
 		    (double)st->handler_ns / 1e3 / (double)s.samples);
+	uint64_t frames = st->unwind_fast + st->unwind_slow;
+	if (frames)
+		fprintf(f,
+			"unwinder:    %.1f%% of frames stepped by cached CFI rules, %.1f%% by "
+			"libunwind\n",
+			100.0 * (double)st->unwind_fast / (double)frames,
+			100.0 * (double)st->unwind_slow / (double)frames);
+	if (st->unwind_checked)
+		fprintf(f, "unwind check: %llu of %llu samples differ between the two unwinders\n",
+			(unsigned long long)st->unwind_differ, (unsigned long long)s.samples);
 	if (s.rooted_fraction >= 0)
 		fprintf(f, "thread root: %.1f%% of samples unwound to _start/clone3/start_thread\n",
 			100.0 * s.rooted_fraction);

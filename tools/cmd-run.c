@@ -25,8 +25,8 @@ static const char sp_run_usage[] =
     "usage: stackprof run [options] -- CMD [ARGS...]\n"
     "\n"
     "Runs CMD with libstackprof.so preloaded: every thread is sampled on its own\n"
-    "CPU-time timer, stacks are unwound with libunwind and streamed to a raw\n"
-    "profile. Children (fork) write PATH.<pid>; exec'ed programs are profiled\n"
+    "CPU-time timer, stacks are unwound in the signal handler and streamed to a\n"
+    "raw profile. Children (fork) write PATH.<pid>; exec'ed programs are profiled\n"
     "too. CMD's exit status and signals pass through unchanged. When CMD ends,\n"
     "a summary goes to stderr.\n"
     "\n"
@@ -45,6 +45,13 @@ static const char sp_run_usage[] =
     "                        perf   perf task-clock, SIGPROF through fasync;\n"
     "                               auto's choice under a debugger\n"
     "                        itimer setitimer(ITIMER_PROF), process-wide\n"
+    "      --unwind MODE     fast, libunwind or check (default fast):\n"
+    "                        fast       each frame by its .eh_frame rule, cached\n"
+    "                                   by address; libunwind for the frames a\n"
+    "                                   rule can't step (signal frames, PLT)\n"
+    "                        libunwind  libunwind for every frame\n"
+    "                        check      both on every sample; `stackprof info`\n"
+    "                                   counts the samples where they differ\n"
     "      --max-depth N     deepest stack kept, 8-4096 (default 512); deeper\n"
     "                        stacks are kept truncated and marked\n"
     "      --flush-ms N      how often the profile is flushed to disk (default 200)\n"
@@ -58,6 +65,7 @@ static const char sp_run_usage[] =
     "  STACKPROF_OUT         raw profile path (default stackprof.<pid>.prof)\n"
     "  STACKPROF_FREQ        sampling rate in Hz per thread, 1-20000 (default 100)\n"
     "  STACKPROF_TIMER       auto | posix | trap | perf | itimer (default auto)\n"
+    "  STACKPROF_UNWIND      fast | libunwind | check (default fast)\n"
     "  STACKPROF_MAX_DEPTH   frames kept per stack, 8-4096 (default 512)\n"
     "  STACKPROF_RING_KB     per-thread sample buffer, 64-65536 KiB (default 1024)\n"
     "  STACKPROF_FLUSH_MS    flush interval, 10-60000 ms (default 200)\n"
@@ -120,7 +128,7 @@ static void sp_forward(int sig)
 
 struct sp_run_opts {
 	const char *out;
-	const char *freq, *timer, *max_depth, *flush_ms, *schedule;
+	const char *freq, *timer, *unwind, *max_depth, *flush_ms, *schedule;
 	unsigned long top;
 	bool summary, paused;
 };
@@ -224,6 +232,8 @@ int sp_cmd_run(int argc, char **argv)
 			slot = &o.freq;
 		else if (!strcmp(a, "--timer"))
 			slot = &o.timer;
+		else if (!strcmp(a, "--unwind"))
+			slot = &o.unwind;
 		else if (!strcmp(a, "--max-depth"))
 			slot = &o.max_depth;
 		else if (!strcmp(a, "--flush-ms"))
@@ -264,6 +274,11 @@ int sp_cmd_run(int argc, char **argv)
 	if (o.timer && strcmp(o.timer, "auto") && strcmp(o.timer, "posix") &&
 	    strcmp(o.timer, "perf") && strcmp(o.timer, "trap") && strcmp(o.timer, "itimer")) {
 		sp_cli_error("run: --timer must be auto, posix, trap, perf or itimer");
+		return SP_EXIT_USAGE;
+	}
+	if (o.unwind && strcmp(o.unwind, "fast") && strcmp(o.unwind, "libunwind") &&
+	    strcmp(o.unwind, "check")) {
+		sp_cli_error("run: --unwind must be fast, libunwind or check");
 		return SP_EXIT_USAGE;
 	}
 	if (o.schedule) {
@@ -322,6 +337,7 @@ int sp_cmd_run(int argc, char **argv)
 	    (o.out && sp_setenv_checked("STACKPROF_OUT", o.out)) ||
 	    (o.freq && sp_setenv_checked("STACKPROF_FREQ", o.freq)) ||
 	    (o.timer && sp_setenv_checked("STACKPROF_TIMER", o.timer)) ||
+	    (o.unwind && sp_setenv_checked("STACKPROF_UNWIND", o.unwind)) ||
 	    (o.max_depth && sp_setenv_checked("STACKPROF_MAX_DEPTH", o.max_depth)) ||
 	    (o.flush_ms && sp_setenv_checked("STACKPROF_FLUSH_MS", o.flush_ms)) ||
 	    (o.schedule && sp_setenv_checked("STACKPROF_SCHEDULE", o.schedule)) ||

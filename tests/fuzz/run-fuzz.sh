@@ -47,8 +47,8 @@ reader)
 	libs=(-lz)
 	;;
 symbolize)
-	sources=("$src/tests/fuzz/fuzz-symbolize.c" "$src"/symbolize/*.c)
-	incs=(-I"$src/symbolize")
+	sources=("$src/tests/fuzz/fuzz-symbolize.c" "$src"/symbolize/*.c "$src"/format/cfiread.c)
+	incs=(-I"$src/symbolize" -I"$src/format")
 	libs=(-ldw -lelf -lz -ldl -lpthread)
 	;;
 *)

@@ -4,10 +4,14 @@
  *   main -> chain_a -> chain_b -> chain_c -> leaf_spin      (noinline chain)
  *   main -> chain_sort -> qsort (libc) -> cmp_cb -> leaf_spin (callback through libc)
  *   main -> chain_inl, where inl_helper is always_inline     (an inlined frame)
+ *   main -> chain_signal -> raise (libc) -> [signal frame] -> on_signal -> leaf_spin
+ *                                          (a signal handler's work, unwound
+ *                                           through the kernel's signal frame)
  *
  * Every function is noinline except the always_inline helper, and the run is
  * bounded by a CPU-time budget (argv[1] seconds, default 1).
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -66,6 +70,16 @@ NOINLINE void chain_inl(void)
 	inl_helper(200000);
 }
 
+NOINLINE void on_signal(int sig)
+{
+	leaf_spin(200000);
+}
+
+NOINLINE void chain_signal(void)
+{
+	raise(SIGUSR1);
+}
+
 static double cpu_seconds(void)
 {
 	struct timespec ts;
@@ -77,10 +91,12 @@ int main(int argc, char **argv)
 {
 	double budget = argc > 1 ? atof(argv[1]) : 1.0;
 	double end = cpu_seconds() + budget;
+	signal(SIGUSR1, on_signal);
 	while (cpu_seconds() < end) {
 		chain_a();
 		chain_sort();
 		chain_inl();
+		chain_signal();
 	}
 	printf("chain: done\n");
 	return 0;

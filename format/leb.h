@@ -4,8 +4,8 @@
  * number runs past end; bits beyond 64 are dropped, as libdw does.
  * Not to be confused with format/buf.h, whose signed numbers are zigzag.
  */
-#ifndef SP_SYMBOLIZE_LEB_H
-#define SP_SYMBOLIZE_LEB_H
+#ifndef SP_FORMAT_LEB_H
+#define SP_FORMAT_LEB_H
 
 #include <stdbool.h>
 #include <stdint.h>
