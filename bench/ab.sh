@@ -41,7 +41,7 @@ bench_tmpdir
 T=$BENCH_TMP
 cc -O2 -shared -fPIC -o "$T/empty_timer.so" "$(dirname "$0")/empty_timer.c" || exit 1
 
-rows=(sp100-auto sp1000-trap sp1000-perf sp4000-trap)
+rows=(sp100-auto sp1000-trap sp1000-perf sp1000-thread sp4000-trap)
 [ "$threads" = 1 ] && rows+=(empty-trap empty-perf empty-nosig)
 
 # one ROW: prints "on_ms off_ms ratio"

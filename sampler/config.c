@@ -84,11 +84,11 @@ void sp_config_load(struct sp_config *cfg)
 	const char *t = getenv("STACKPROF_TIMER");
 	if (t && *t) {
 		if (!strcmp(t, "auto") || !strcmp(t, "posix") || !strcmp(t, "perf") ||
-		    !strcmp(t, "trap") || !strcmp(t, "itimer"))
+		    !strcmp(t, "trap") || !strcmp(t, "thread") || !strcmp(t, "itimer"))
 			strcpy(cfg->timer, t);
 		else
-			sp_log("STACKPROF_TIMER=%s ignored: expected auto, posix, perf, trap or "
-			       "itimer",
+			sp_log("STACKPROF_TIMER=%s ignored: expected auto, posix, trap, perf, "
+			       "thread or itimer",
 			       t);
 	}
 	const char *u = getenv("STACKPROF_UNWIND");

@@ -11,6 +11,7 @@
 #include "handler.h"
 #include "modules.h"
 #include "sampler.h"
+#include "ticker.h"
 #include "timer.h"
 
 #include <dlfcn.h>
@@ -365,10 +366,12 @@ static void sp_fork_prepare(void)
 	pthread_mutex_lock(&sp_g.lock);
 	sp_modules_atfork(0);
 	sp_api_atfork(0);
+	sp_ticker_atfork(0);
 }
 
 static void sp_fork_parent(void)
 {
+	sp_ticker_atfork(1);
 	sp_api_atfork(1);
 	sp_modules_atfork(1);
 	pthread_mutex_unlock(&sp_g.lock);
@@ -377,6 +380,7 @@ static void sp_fork_parent(void)
 /* The child profiles itself into its own file; the parent's threads are gone. */
 static void sp_fork_child(void)
 {
+	sp_ticker_atfork(2);
 	sp_api_atfork(2);
 	sp_modules_atfork(2);
 	pthread_mutex_init(&sp_g.lock, NULL);
@@ -412,6 +416,8 @@ static void sp_fork_child(void)
 		atomic_store(&sp_g.enabled, false);
 		return;
 	}
+	if (sp_g.timer->start)
+		sp_g.timer->start(sp_g.period_ns);
 	sp_thread_attach();
 }
 

@@ -11,6 +11,7 @@
 #include "unwind.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -43,6 +44,20 @@ uint64_t sp_thread_cpu_ns(void)
 pid_t sp_gettid(void)
 {
 	return (pid_t)syscall(SYS_gettid);
+}
+
+ssize_t sp_read_small(const char *path, char *buf, size_t size)
+{
+	buf[0] = '\0';
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, size - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	return n;
 }
 
 void sp_log(const char *fmt, ...)
@@ -107,6 +122,9 @@ __attribute__((constructor)) static void sp_init(void)
 		atomic_store(&sp_g.enabled, false);
 		return;
 	}
+	if (sp_g.timer->start && (err = sp_g.timer->start(sp_g.period_ns)) < 0)
+		sp_log("cannot start the %s timer: %s; no samples will be taken", sp_g.timer->name,
+		       strerror(-err));
 	sp_thread_attach();
 	if (sp_g.cfg.verbose)
 		sp_log("profiling to %s with %s at %u Hz", sp_g.path, sp_g.timer->name,
@@ -119,6 +137,8 @@ __attribute__((destructor)) static void sp_fini(void)
 		return;
 	atomic_store(&sp_g.stopping, true);
 	sp_timers_pause_all();
+	if (sp_g.timer->stop)
+		sp_g.timer->stop();
 	sp_writer_stop(true);
 	atomic_store(&sp_g.enabled, false);
 	if (sp_g.cfg.verbose)

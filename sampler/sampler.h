@@ -43,6 +43,12 @@ struct sp_thread {
 	/* the timer kind's handle: a POSIX timer id or a perf_event fd */
 	timer_t timer;
 	int perf_fd;
+	/* sampler-thread timer (ticker.c): the thread's CPU clock; tick_on is
+	 * guarded by the ticker's lock, tick_seen (its last reading) is the
+	 * ticker's own */
+	clockid_t tick_clk;
+	bool tick_on;
+	uint64_t tick_seen;
 	/* the thread's CPU time as the last handler returned; 0 after a resume */
 	_Atomic uint64_t cpu_last;
 	bool armed;
@@ -123,6 +129,9 @@ uint64_t sp_thread_cpu_ns(void);
 /* Kernel thread id. Signal-safe. */
 pid_t sp_gettid(void);
 
+/* Reads up to size-1 bytes of a small file (/proc) and NUL-terminates buf. Bytes read, or -1. */
+ssize_t sp_read_small(const char *path, char *buf, size_t size);
+
 /* Writes a diagnostic to stderr with write(2), unless quiet. Signal-safe when msg is constant. */
 void sp_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -134,9 +143,10 @@ int sp_thread_attach(void);
 void sp_thread_detach(void);
 /* Installs the TLS destructor that detaches exiting threads. */
 int sp_thread_init(void);
-/* pthread_create without profiling the new thread: for the writer. */
-int sp_pthread_create_raw(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *),
-			  void *arg);
+/* Starts one of stackprof's own threads (writer, ticker): not profiled, and
+ * with every signal blocked, so the target's signals go to its own threads.
+ * The mask is set through the attribute: the caller's is never touched. 0 or errno. */
+int sp_spawn_quiet(pthread_t *thread, void *(*fn)(void *), void *arg);
 
 /* --- interpose.c --------------------------------------------------------- */
 

@@ -169,10 +169,19 @@ SP_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void
 	return rc;
 }
 
-int sp_pthread_create_raw(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *),
-			  void *arg)
+int sp_spawn_quiet(pthread_t *thread, void *(*fn)(void *), void *arg)
 {
 	if (!sp_real_pthread_create)
 		sp_real_pthread_create = dlsym(RTLD_NEXT, "pthread_create");
-	return sp_real_pthread_create(thread, attr, fn, arg);
+	sigset_t all;
+	sigfillset(&all);
+	pthread_attr_t attr;
+	int rc = pthread_attr_init(&attr);
+	if (rc)
+		return rc;
+	rc = pthread_attr_setsigmask_np(&attr, &all);
+	if (!rc)
+		rc = sp_real_pthread_create(thread, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	return rc;
 }

@@ -1,5 +1,6 @@
 #include "timer.h"
 #include "sampler.h"
+#include "ticker.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -239,14 +240,8 @@ static int sp_perf_probe(uint64_t period_ns)
 static bool sp_traced(void)
 {
 	char buf[4096];
-	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (sp_read_small("/proc/self/status", buf, sizeof(buf)) <= 0)
 		return false;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = 0;
 	const char *p = strstr(buf, "\nTracerPid:");
 	return p && strtol(p + 11, NULL, 10) != 0;
 }
@@ -281,6 +276,39 @@ static const struct sp_timer_ops sp_trap_ops = {
     .resume = sp_perf_resume,
     .disarm = sp_perf_disarm,
     .weight = sp_perf_weight,
+};
+
+/* ---- sampler-thread (ticker.c) ----------------------------------------- */
+
+static int sp_ticker_probe(uint64_t period_ns)
+{
+	return 0;
+}
+
+static int sp_ticker_arm_op(struct sp_thread *t, uint64_t period_ns)
+{
+	return sp_ticker_arm(t);
+}
+
+static void sp_ticker_resume_op(struct sp_thread *t, uint64_t period_ns)
+{
+	sp_ticker_resume(t);
+}
+
+/* The weight is the CPU time since the last handler, as with perf events:
+ * a thread that was asleep at a wake-up is signalled at a later one. */
+static const struct sp_timer_ops sp_ticker_ops = {
+    .name = "sampler-thread",
+    .signo = SIGPROF,
+    .per_thread = true,
+    .probe = sp_ticker_probe,
+    .arm = sp_ticker_arm_op,
+    .pause = sp_ticker_pause,
+    .resume = sp_ticker_resume_op,
+    .disarm = sp_ticker_disarm,
+    .weight = sp_perf_weight,
+    .start = sp_ticker_start,
+    .stop = sp_ticker_stop,
 };
 
 /* ---- itimer-prof ------------------------------------------------------ */
@@ -357,6 +385,8 @@ const struct sp_timer_ops *sp_timer_choose(const char *kind, uint32_t freq_hz)
 	uint64_t period = 1000000000ull / freq_hz;
 	if (!strcmp(kind, "itimer"))
 		return &sp_itimer_ops;
+	if (!strcmp(kind, "thread"))
+		return &sp_ticker_ops;
 	bool fast = !strcmp(kind, "auto") && freq_hz > SP_TICK_HZ;
 	if (!strcmp(kind, "trap") || fast) {
 		int err = sp_trap_probe(period);

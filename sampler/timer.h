@@ -17,6 +17,10 @@
  *   perf-task-clock  the same event signalling its thread with SIGPROF
  *                    through fasync (F_SETSIG + F_SETOWN_EX): for kernels
  *                    without sigtrap and for traced processes.
+ *   sampler-thread   a thread of ours wakes at the rate and sends SIGPROF to
+ *                    each thread that used a period of CPU and is running
+ *                    (ticker.h): rates above HZ without perf_event, so in
+ *                    containers and under perf_event_paranoid 3 too.
  *   itimer-prof      setitimer(ITIMER_PROF): process-wide, unfair between
  *                    threads, one signal per tick at most. Last resort.
  */
@@ -57,12 +61,19 @@ struct sp_timer_ops {
 	 * CPU time at the handler's entry. Signal-safe. */
 	uint64_t (*weight)(struct sp_thread *t, const siginfo_t *si, uint64_t period_ns,
 			   uint64_t cpu_now);
+	/* Process-wide set-up and tear-down (the sampler thread), or NULL:
+	 * start once the handler is installed and in a forked child, stop at
+	 * exit after every thread is paused. */
+	int (*start)(uint64_t period_ns);
+	void (*stop)(void);
 };
 
 /*
- * Picks the timer for kind ("auto", "posix", "perf", "trap", "itimer") and
- * rate. auto: posix up to 250 Hz; above, perf-sigtrap, else
- * perf-task-clock, else posix.
+ * Picks the timer for kind ("auto", "posix", "perf", "trap", "thread",
+ * "itimer") and rate. auto: posix up to 250 Hz; above, perf-sigtrap, else
+ * perf-task-clock, else posix. The sampler thread is never auto's choice:
+ * where an interrupt between processors is slow (this VM: ~20 us), its
+ * samples slide to the sampled thread's next system call (docs/SAMPLER.md).
  */
 const struct sp_timer_ops *sp_timer_choose(const char *kind, uint32_t freq_hz);
 

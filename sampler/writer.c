@@ -235,15 +235,8 @@ static void sp_thread_name(struct sp_wstate *s, uint32_t slot, pid_t tid, const 
 	} else {
 		char path[64];
 		snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd >= 0) {
-			ssize_t n = read(fd, name, sizeof(name) - 1);
-			close(fd);
-			name[n > 0 ? n : 0] = '\0';
-			char *nl = strchr(name, '\n');
-			if (nl)
-				*nl = '\0';
-		}
+		sp_read_small(path, name, sizeof(name));
+		name[strcspn(name, "\n")] = '\0';
 	}
 	if (s->name_tid[slot] == tid && !strcmp(s->name[slot], name))
 		return;
@@ -507,15 +500,7 @@ static int sp_open_output(char *path, size_t cap)
 
 static void sp_read_cmdline(char *out, size_t cap)
 {
-	out[0] = '\0';
-	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	ssize_t n = read(fd, out, cap - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	out[n] = '\0';
+	ssize_t n = sp_read_small("/proc/self/cmdline", out, cap);
 	for (ssize_t i = 0; i < n - 1; i++)
 		if (out[i] == '\0')
 			out[i] = ' ';
@@ -592,18 +577,7 @@ int sp_writer_start(void)
 	sp_ws = s;
 	sp_manifest_add(sp_g.path);
 
-	/* every signal blocked in the writer: the target's signals go to its own
-	 * threads. Set through the attribute, so the creating (target's) thread's
-	 * mask is never touched. */
-	sigset_t all;
-	sigfillset(&all);
-	pthread_attr_t attr;
-	int rc = pthread_attr_init(&attr);
-	if (!rc)
-		rc = pthread_attr_setsigmask_np(&attr, &all);
-	if (!rc)
-		rc = sp_pthread_create_raw(&sp_g.writer, &attr, sp_writer_main, s);
-	pthread_attr_destroy(&attr);
+	int rc = sp_spawn_quiet(&sp_g.writer, sp_writer_main, s);
 	if (rc) {
 		sp_writer_close(s->w);
 		close(s->fd);

@@ -36,7 +36,8 @@ static const char sp_run_usage[] =
     "  -F, --freq HZ         samples per second of CPU time per thread, 1-20000\n"
     "                        (default 100; above 250 Hz a perf_event task-clock\n"
     "                        timer is used where permitted)\n"
-    "      --timer KIND      auto, posix, trap, perf or itimer (default auto):\n"
+    "      --timer KIND      auto, posix, trap, perf, thread or itimer (default\n"
+    "                        auto):\n"
     "                        posix  POSIX CPU timers, SIGPROF; at most one\n"
     "                               signal per kernel tick (HZ)\n"
     "                        trap   perf task-clock, SIGTRAP sent by the kernel\n"
@@ -44,6 +45,11 @@ static const char sp_run_usage[] =
     "                               is kept); auto's choice above 250 Hz\n"
     "                        perf   perf task-clock, SIGPROF through fasync;\n"
     "                               auto's choice under a debugger\n"
+    "                        thread a thread of stackprof's sends SIGPROF to\n"
+    "                               the threads running at each period; no\n"
+    "                               perf_event needed (containers); cheapest\n"
+    "                               in VMs, but samples lean towards system\n"
+    "                               calls where IPIs are slow (docs/SAMPLER.md)\n"
     "                        itimer setitimer(ITIMER_PROF), process-wide\n"
     "      --unwind MODE     fast, libunwind or check (default fast):\n"
     "                        fast       each frame by its .eh_frame rule, cached\n"
@@ -64,7 +70,7 @@ static const char sp_run_usage[] =
     "environment read by libstackprof.so (set by this command from its options):\n"
     "  STACKPROF_OUT         raw profile path (default stackprof.<pid>.prof)\n"
     "  STACKPROF_FREQ        sampling rate in Hz per thread, 1-20000 (default 100)\n"
-    "  STACKPROF_TIMER       auto | posix | trap | perf | itimer (default auto)\n"
+    "  STACKPROF_TIMER       auto | posix | trap | perf | thread | itimer (default auto)\n"
     "  STACKPROF_UNWIND      fast | libunwind | check (default fast)\n"
     "  STACKPROF_MAX_DEPTH   frames kept per stack, 8-4096 (default 512)\n"
     "  STACKPROF_RING_KB     per-thread sample buffer, 64-65536 KiB (default 1024)\n"
@@ -272,8 +278,9 @@ int sp_cmd_run(int argc, char **argv)
 	if (o.flush_ms && !sp_cli_parse_ulong("--flush-ms", o.flush_ms, 10, 60000, &v))
 		return SP_EXIT_USAGE;
 	if (o.timer && strcmp(o.timer, "auto") && strcmp(o.timer, "posix") &&
-	    strcmp(o.timer, "perf") && strcmp(o.timer, "trap") && strcmp(o.timer, "itimer")) {
-		sp_cli_error("run: --timer must be auto, posix, trap, perf or itimer");
+	    strcmp(o.timer, "perf") && strcmp(o.timer, "trap") && strcmp(o.timer, "thread") &&
+	    strcmp(o.timer, "itimer")) {
+		sp_cli_error("run: --timer must be auto, posix, trap, perf, thread or itimer");
 		return SP_EXIT_USAGE;
 	}
 	if (o.unwind && strcmp(o.unwind, "fast") && strcmp(o.unwind, "libunwind") &&
