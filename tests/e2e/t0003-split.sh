@@ -2,11 +2,14 @@
 # Truth on a program whose CPU split is known (it measures itself with
 # CLOCK_THREAD_CPUTIME_ID): each function's share of the profile is within
 # 1 percentage point of the truth, and a thread doing 3x the work gets 3x
-# the samples. Run at 1 kHz for enough samples (~16k: at 10k the sampling
-# noise alone is 0.5 points, too close to the 1-point bound).
+# the samples. Run at 4 kHz for ~60k samples: the sampling noise on a 50%
+# share is then 0.2 points, so the 1-point bound is 5 of its standard
+# deviations (at 1 kHz and 16k samples it was 2.5, and CI saw it fail).
+# Then the sampler-thread timer, whose wake-ups are wall-clock: every
+# thread sampled in proportion to its CPU time.
 . "$(dirname "$0")/lib.sh"
 
-"$SP" run --no-summary -F 1000 -o s.prof -- "$BIN/split" 4 >truth.txt
+"$SP" run --no-summary -F 4000 -o s.prof -- "$BIN/split" 4 >truth.txt
 check "split exits 0" [ $? -eq 0 ]
 "$SP" collapse --frame func --metric us s.prof >s.folded
 "$SP" info s.prof >info.txt
@@ -34,4 +37,24 @@ check "the 3x thread has about 3x the samples of the 1x thread" \
 	awk -v a="$one" -v b="$three" 'BEGIN { r = b / a; exit !(r > 2.0 && r < 3.6) }'
 check "the sample ratio matches the CPU-time ratio within 3%" \
 	awk -v a="$one" -v b="$three" -v x="$t1" -v y="$t3" 'BEGIN { r = (b / a) / (y / x); exit !(r > 0.97 && r < 1.03) }'
+
+"$SP" run --no-summary -F 1000 --timer thread -o th.prof -- "$BIN/split" 1 >thtruth.txt
+check "thread timer: split exits 0" [ $? -eq 0 ]
+"$SP" info th.prof >thinfo.txt
+grep -E '^(timer|achieved|samples)' thinfo.txt
+check "thread timer: it ran" grep -q '^timer: *sampler-thread' thinfo.txt
+check "thread timer: about 1000 samples per CPU-second (900-1100)" \
+	awk '$1 == "achieved:" { exit !($2 >= 900 && $2 <= 1100) }' thinfo.txt
+# the profile's CPU per thread (samples x weights) against the truth; a
+# thread the ticker finds preempted at a wake-up is sampled at a later one,
+# with the weight of all the time since
+cpu() { awk -v n="$1" '$2 == n && $4 == "samples" { v = $5; u = v; sub(/[a-z]+$/, "", v); sub(/^[0-9.]+/, "", u);
+	print v * (u == "s" ? 1 : u == "ms" ? 1e-3 : 1e-6) }' thinfo.txt; }
+p1=$(cpu split-1x)
+p3=$(cpu split-3x)
+t1=$(awk '$2 == "thread" && $3 == "split-1x" { print $4 }' thtruth.txt)
+t3=$(awk '$2 == "thread" && $3 == "split-3x" { print $4 }' thtruth.txt)
+say "thread timer: profile CPU split-1x ${p1}s, split-3x ${p3}s; truth ${t1}s, ${t3}s"
+check "thread timer: each thread's CPU in the profile within 3% of the truth" \
+	awk -v a="$p1" -v b="$p3" -v x="$t1" -v y="$t3" 'BEGIN { exit !(a > 0.97 * x && a < 1.03 * x && b > 0.97 * y && b < 1.03 * y) }'
 finish

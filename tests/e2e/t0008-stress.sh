@@ -60,4 +60,23 @@ check "the profile keeps what came before" awk '/samples,/ { exit !($2 > 0) }' o
 
 timeout 60 "$SP" run --no-summary -o ex.prof -- "$BIN/stress" exit 3
 check "exit status 3 passes through" [ $? -eq 3 ]
+
+# the sampler-thread timer has a thread of its own, which fork must restart
+# in the child and exit must stop: the same cases once more with it
+for c in "dlopen_main $BIN/libsp_plugin.so loop" "stress fork" "stress exec 3" "stress churn" \
+	"stress block" "stress blockall"; do
+	set -- $c
+	prog=$1
+	shift
+	run th.prof --timer thread -- "$BIN/$prog" "$@" >/dev/null
+	check "thread timer: $c" [ $? -eq 0 ]
+done
+n=$(ls th.prof.* 2>/dev/null | wc -l)
+check "thread timer: forked children and exec'ed images wrote their profiles" [ "$n" -ge 4 ]
+for f in th.prof.*; do
+	"$SP" info --no-symbols "$f" >thf.info 2>&1 || fail "thread timer: $f does not read"
+done
+timeout 60 "$SP" run -F 1000 --timer thread -o thown.prof -- "$BIN/stress" ownprof >thown.txt 2>thown.err
+check "thread timer, own SIGPROF handler: the target still gets its ticks" [ $? -eq 0 ]
+check "thread timer: stackprof steps aside" grep -q 'steps aside' thown.err
 finish

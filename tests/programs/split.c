@@ -4,7 +4,7 @@
  * thread's own CPU clock, and the true shares are printed at the end.
  *
  *   thread "split-1x" runs work units of split_a / split_b / split_c in the
- *   proportion 5 : 3 : 2 (by work);
+ *   proportion 5 : 3 : 2 (by work), in rounds of random order and length;
  *   thread "split-3x" does three times as many units as split-1x.
  *
  * Output (stdout), one line per function and thread:
@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,8 +61,24 @@ struct split_arg {
 	double total;
 };
 
-/* One round is ~1 ms of work, interleaved so that no function gets a phase of its own. */
+/*
+ * One round is ~1 ms of work, interleaved so that no function gets a phase
+ * of its own. Each round's order and length are random (a factor of 0.5 to
+ * 1.5, the same for the three): a program that repeats exactly would be
+ * sampled at the same few points of its period by any fixed-period sampler
+ * whose period divides it (1 ms rounds against 1 kHz or 4 kHz here), and
+ * the test would measure that aliasing, not the profiler's accuracy.
+ */
 #define SPLIT_UNIT 40000L
+
+/* xorshift: the program's own random numbers, with no state shared with libc */
+static uint64_t split_rand(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
 
 static void *split_thread(void *p)
 {
@@ -69,11 +86,22 @@ static void *split_thread(void *p)
 	pthread_setname_np(pthread_self(), a->name);
 	void (*fn[3])(long) = {split_a, split_b, split_c};
 	const long work[3] = {5 * SPLIT_UNIT, 3 * SPLIT_UNIT, 2 * SPLIT_UNIT};
+	uint64_t rnd = 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)a;
 	double t0 = thread_cpu();
 	for (long r = 0; r < a->rounds; r++) {
-		for (int k = 0; k < 3; k++) {
+		/* a random order of the three, and a random length for the round */
+		int order[3] = {0, 1, 2};
+		for (int k = 2; k > 0; k--) {
+			int j = (int)(split_rand(&rnd) % (uint64_t)(k + 1));
+			int tmp = order[k];
+			order[k] = order[j];
+			order[j] = tmp;
+		}
+		double scale = 0.5 + (double)(split_rand(&rnd) % 1024) / 1024.0;
+		for (int i = 0; i < 3; i++) {
+			int k = order[i];
 			double s = thread_cpu();
-			fn[k](work[k]);
+			fn[k]((long)(scale * (double)work[k]));
 			a->cpu[k] += thread_cpu() - s;
 		}
 	}
