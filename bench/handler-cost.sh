@@ -50,7 +50,9 @@
 #   -r REPS    pairs per depth and rate (default 5)
 #   -d DEPTHS  recursion depths (default "8 32 128 512")
 #   -F RATES   STACKPROF_FREQ values; a value may name the timer, as
-#              4000:perf or 250:posix (default "4000 250:posix")
+#              4000:perf or 250:posix, and then the unwinder, as
+#              4000:auto:libunwind (STACKPROF_UNWIND; default fast)
+#              (default "4000 250:posix")
 #   -t SECONDS CPU seconds of work per run without profiling (default 1)
 #   -m N       STACKPROF_MAX_DEPTH (default 1024)
 #   --quick    -r 3 -t 0.5
@@ -93,13 +95,13 @@ HC=$T/handler_cost
 $CC -O2 -g -fno-omit-frame-pointer -o "$HC" "$here/handler_cost.c" ||
 	{ echo "handler-cost.sh: cannot build the driver with $CC" >&2; exit 1; }
 
-# hc DEPTH ITERS [profile-path rate timer]: one run; prints "thread_ns process_ns" or "timeout".
+# hc DEPTH ITERS [profile-path rate timer start unwinder]: one run; prints "thread_ns process_ns" or "timeout".
 hc() {
 	local out
 	if [ $# -gt 2 ]; then
 		# the preload reaches the driver only (a preloaded `timeout` would fork
 		# and write a profile of its own); the driver stops itself with alarm
-		out=$(LD_PRELOAD=$LIB STACKPROF_OUT=$3 STACKPROF_FREQ=$4 STACKPROF_TIMER=$5 STACKPROF_START=$6 \
+		out=$(LD_PRELOAD=$LIB STACKPROF_OUT=$3 STACKPROF_FREQ=$4 STACKPROF_TIMER=$5 STACKPROF_START=$6 STACKPROF_UNWIND=$7 \
 			STACKPROF_MAX_DEPTH=$maxdepth STACKPROF_QUIET=1 HC_ALARM=$limit "$HC" "$1" "$2" 2>/dev/null)
 	else
 		out=$(HC_ALARM=$limit "$HC" "$1" "$2" 2>/dev/null)
@@ -118,6 +120,9 @@ for spec in $rates; do
 	hz=${spec%%:*}
 	kind=auto
 	[ "$spec" != "$hz" ] && kind=${spec#*:}
+	unw=fast
+	case $kind in *:*) unw=${kind#*:} kind=${kind%%:*} ;; esac
+	[ -n "$kind" ] || kind=auto
 	for d in paused $depths; do
 		dead=0
 		dd=$d start=1
@@ -128,8 +133,8 @@ for spec in $rates; do
 				echo "$spec $d $r $b_t $b_p timeout - - - -" >>"$raw"
 				continue
 			fi
-			prof=$T/p.$hz.$kind.$d.$r.prof
-			read -r w_t w_p < <(hc "$dd" "$iters" "$prof" "$hz" "$kind" "$start")
+			prof=$T/p.$hz.$kind.$unw.$d.$r.prof
+			read -r w_t w_p < <(hc "$dd" "$iters" "$prof" "$hz" "$kind" "$start" "$unw")
 			# samples, timer, and the handler time stackprof measures itself
 			# ("handler: 10.4 us per sample"; absent in older builds)
 			read -r ns timer self < <("$SP" info --no-symbols "$prof" 2>/dev/null | awk '
@@ -173,8 +178,8 @@ bench_machine
 echo "clocksource: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo '?');" \
 	"driver: $iters iterations at the bottom (~${secs}s of CPU); STACKPROF_MAX_DEPTH=$maxdepth"
 echo
-printf '%-12s %6s %7s %10s %10s %8s %9s %11s %11s %11s  %s\n' "rate" "depth" "frames" "CPU w/o" "CPU with" "slowdown" "samples" "ns/sample" "ns/sample" "ns/sample" "timer"
-printf '%-12s %6s %7s %10s %10s %8s %9s %11s %11s %11s  %s\n' "" "" "" "(ms)" "(ms)" "" "" "(thread)" "(process)" "(self-rep.)" ""
+printf '%-22s %6s %7s %10s %10s %8s %9s %11s %11s %11s  %s\n' "rate" "depth" "frames" "CPU w/o" "CPU with" "slowdown" "samples" "ns/sample" "ns/sample" "ns/sample" "timer"
+printf '%-22s %6s %7s %10s %10s %8s %9s %11s %11s %11s  %s\n' "" "" "" "(ms)" "(ms)" "" "" "(thread)" "(process)" "(self-rep.)" ""
 for spec in $rates; do
 	for d in paused $depths; do
 		sel() { awk -v s="$spec" -v d="$d" "\$1 == s && \$2 == d { print $1 }" "$raw"; }
@@ -192,7 +197,7 @@ for spec in $rates; do
 		[ "$to" -gt 0 ] && note=" ($to run(s) stopped after ${limit}s: livelock)"
 		frames=$((${d/paused/8} + 5))
 		[ "$d" = paused ] && frames="($frames)"
-		printf '%-12s %6s %7s %10s %10s %8s %9s %11s %11s %11s  %s\n' "$spec Hz" "$d" "$frames" \
+		printf '%-22s %6s %7s %10s %10s %8s %9s %11s %11s %11s  %s\n' "$spec Hz" "$d" "$frames" \
 			"$(fmt %.1f "$(awk -v v="$bt" 'BEGIN { print v == "-" ? "-" : v / 1e6 }')")" \
 			"$(fmt %.1f "$(awk -v v="$wt" 'BEGIN { print v == "-" ? "-" : v / 1e6 }')")" \
 			"$slow" "$(fmt %.0f "$ns")" "$(fmt %.0f "$ct")" "$(fmt %.0f "$cp")" "$(fmt %.0f "$sr")" "${timer:--}$note"
