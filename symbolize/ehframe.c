@@ -12,24 +12,29 @@
 struct sp_ehframe {
 	struct sp_rangemap map; /* address -> FDE index */
 	struct sp_range *fdes;	/* by index: the FDE's own bounds */
+	uint8_t *signal;	/* by index: 1 if the CIE says signal trampoline ('S') */
 	size_t n;
 };
 
 struct sp_cie_enc {
 	Dwarf_Off off;
 	uint8_t enc; /* the FDE pointer encoding, from augmentation 'R' */
+	bool signal; /* augmentation 'S': the FDEs cover a signal trampoline */
 };
 
-/* The FDE pointer encoding a CIE announces with augmentation 'R'. */
-static uint8_t sp_cie_fde_encoding(const Dwarf_CIE *cie, unsigned ptr_size)
+/* What a CIE's augmentation says: the FDE pointer encoding ('R') and 'S'. */
+static struct sp_cie_enc sp_cie_read(Dwarf_Off off, const Dwarf_CIE *cie, unsigned ptr_size)
 {
-	struct sp_cie_aug a;
+	struct sp_cie_enc ce = {off, DW_EH_PE_absptr, false};
 	if (!cie->augmentation || !cie->augmentation_data)
-		return DW_EH_PE_absptr;
+		return ce;
 	/* an unknown augmentation after 'R' still leaves 'R' read */
+	struct sp_cie_aug a = {.fde_enc = DW_EH_PE_absptr};
 	sp_cfiread_aug(cie->augmentation, cie->augmentation_data, cie->augmentation_data_size,
 		       ptr_size, &a);
-	return a.fde_enc;
+	ce.enc = a.fde_enc;
+	ce.signal = a.signal_frame;
+	return ce;
 }
 
 static int sp_cie_find(const struct sp_cie_enc *cies, size_t n, Dwarf_Off off)
@@ -51,6 +56,7 @@ int sp_ehframe_new(Elf *elf, struct sp_ehframe **out)
 	struct sp_cie_enc *cies = NULL;
 	size_t n_cies = 0, cies_cap = 0;
 	struct sp_range *fdes = NULL;
+	uint8_t *sig = NULL;
 	size_t n_fdes = 0, fdes_cap = 0;
 	struct sp_ehframe *t = NULL;
 	*out = NULL;
@@ -84,11 +90,11 @@ int sp_ehframe_new(Elf *elf, struct sp_ehframe **out)
 				cies = p;
 				cies_cap = cap;
 			}
-			cies[n_cies++] =
-			    (struct sp_cie_enc){off, sp_cie_fde_encoding(&e.cie, ptr_size)};
+			cies[n_cies++] = sp_cie_read(off, &e.cie, ptr_size);
 		} else {
 			int ci = sp_cie_find(cies, n_cies, e.fde.CIE_pointer);
 			uint8_t enc = ci >= 0 ? cies[ci].enc : DW_EH_PE_absptr;
+			bool signal = ci >= 0 && cies[ci].signal;
 			/* pc-relative pointers count from the section's address */
 			struct sp_cfiread c = sp_cfiread_at(
 			    e.fde.start, e.fde.end,
@@ -104,8 +110,13 @@ int sp_ehframe_new(Elf *elf, struct sp_ehframe **out)
 					if (!p)
 						goto nomem;
 					fdes = p;
+					p = realloc(sig, cap);
+					if (!p)
+						goto nomem;
+					sig = p;
 					fdes_cap = cap;
 				}
+				sig[n_fdes] = signal;
 				fdes[n_fdes] =
 				    (struct sp_range){start, start + len, (uint32_t)n_fdes, 0};
 				n_fdes++;
@@ -121,6 +132,8 @@ int sp_ehframe_new(Elf *elf, struct sp_ehframe **out)
 	/* the map reorders what it is built from: build it from a copy and keep
 	 * the FDEs in index order for their true bounds */
 	t->fdes = fdes;
+	t->signal = sig;
+	sig = NULL;
 	t->n = n_fdes;
 	fdes = malloc(n_fdes * sizeof(*fdes));
 	if (!fdes)
@@ -138,6 +151,7 @@ out:
 	sp_ehframe_free(t);
 	free(cies);
 	free(fdes);
+	free(sig);
 	return rc;
 }
 
@@ -147,10 +161,12 @@ void sp_ehframe_free(struct sp_ehframe *t)
 		return;
 	sp_rangemap_release(&t->map);
 	free(t->fdes);
+	free(t->signal);
 	free(t);
 }
 
-bool sp_ehframe_find(const struct sp_ehframe *t, uint64_t vaddr, uint64_t *start, uint64_t *end)
+bool sp_ehframe_find(const struct sp_ehframe *t, uint64_t vaddr, uint64_t *start, uint64_t *end,
+		     bool *signal)
 {
 	if (!t)
 		return false;
@@ -161,5 +177,7 @@ bool sp_ehframe_find(const struct sp_ehframe *t, uint64_t vaddr, uint64_t *start
 	*start = t->fdes[r->id].lo;
 	if (end)
 		*end = t->fdes[r->id].hi;
+	if (signal)
+		*signal = t->signal[r->id];
 	return true;
 }

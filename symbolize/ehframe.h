@@ -27,7 +27,12 @@ int sp_ehframe_new(Elf *elf, struct sp_ehframe **out);
 
 void sp_ehframe_free(struct sp_ehframe *t);
 
-/* Whether an FDE covers vaddr; if so stores its [start, end) (end may be NULL). */
-bool sp_ehframe_find(const struct sp_ehframe *t, uint64_t vaddr, uint64_t *start, uint64_t *end);
+/*
+ * Whether an FDE covers vaddr; if so stores its [start, end) and whether
+ * its CIE marks a signal trampoline (augmentation 'S', as glibc's
+ * __restore_rt has). end and signal may be NULL.
+ */
+bool sp_ehframe_find(const struct sp_ehframe *t, uint64_t vaddr, uint64_t *start, uint64_t *end,
+		     bool *signal);
 
 #endif

@@ -358,8 +358,17 @@ int sp_module_lookup(struct sp_module *m, uint64_t vaddr, const struct sp_frame 
 					return -ENOMEM;
 			}
 			uint64_t start;
+			bool signal = false;
 			f->kind = SP_FRAME_UNNAMED;
-			f->offset = sp_ehframe_find(m->eh, vaddr, &start, NULL) ? start : vaddr;
+			f->offset =
+			    sp_ehframe_find(m->eh, vaddr, &start, NULL, &signal) ? start : vaddr;
+			/* the return address a signal frame holds: the kernel's return
+			 * to the interrupted code (glibc's __restore_rt, unnamed in a
+			 * stripped libc). Named as gdb shows it. */
+			if (signal) {
+				f->func = "<signal handler called>";
+				f->kind = SP_FRAME_FUNC;
+			}
 			/* a stripped executable's entry function is _start by definition
 			 * (e_entry); naming it lets a stack be seen to reach its root */
 			GElf_Ehdr eh;

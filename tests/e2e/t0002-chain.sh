@@ -14,8 +14,8 @@ check "main;chain_a;chain_b;chain_c;leaf_spin in that order" \
 check "the chain starts at _start" grep -qE '^_start;__libc_start_main[^;]*;.*main;chain_a' c.folded
 check "callback through libc: chain_sort;...qsort...;cmp_cb;leaf_spin" \
 	grep -qE 'chain_sort;([^;]*;)*[^;]*(qsort|msort)[^;]*;([^;]*;)*cmp_cb;leaf_spin [0-9]+$' c.folded
-check "through a signal frame: chain_signal;...;on_signal;leaf_spin, from _start" \
-	grep -qE '^_start;.*;main;chain_signal;([^;]*;)*on_signal;leaf_spin [0-9]+$' c.folded
+check "through a signal frame: chain_signal;...;<signal handler called>;on_signal;leaf_spin, from _start" \
+	grep -qE '^_start;.*;main;chain_signal;([^;]*;)*<signal_handler_called>;on_signal;leaf_spin [0-9]+$' c.folded
 check "the inlined helper is a frame under chain_inl" grep -qE 'chain_inl;inl_helper [0-9]+$' c.folded
 check "--inline-mark marks it" grep -qE 'chain_inl;inl_helper_\[i\] [0-9]+$' ci.folded
 "$SP" collapse c.prof >cl.folded

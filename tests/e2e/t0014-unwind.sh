@@ -31,7 +31,7 @@ checked() {
 
 checked chain 800 90 -- "$BIN/chain" 1
 check "chain: a signal handler's stacks reach _start through the signal frame" \
-	sh -c "'$SP' collapse --frame func chain.prof | grep -qE '^_start;.*;main;chain_signal;([^;]*;)*on_signal;leaf_spin [0-9]+\$'"
+	sh -c "'$SP' collapse --frame func chain.prof | grep -qE '^_start;.*;main;chain_signal;([^;]*;)*<signal_handler_called>;on_signal;leaf_spin [0-9]+\$'"
 checked recurse 800 99 -- "$BIN/recurse" 150 1
 checked recurse_nofp 800 99 -- "$BIN/recurse_nofp" 150 1
 checked dlopen 300 90 -- "$BIN/dlopen_main" "$BIN/libsp_plugin.so"
