@@ -16,6 +16,8 @@
 #   stackprof  100 Hz, STACKPROF_TIMER=posix       (per-thread POSIX CPU timer)
 #   stackprof 1000 Hz, STACKPROF_TIMER=auto        (perf task-clock where allowed)
 #   stackprof 1000 Hz, STACKPROF_TIMER=posix       (tick-limited: overrun-weighted)
+#   stackprof 1000 Hz, STACKPROF_TIMER=thread      (sampler thread, opt-in: its bias)
+#   stackprof 4000 Hz, STACKPROF_TIMER=auto        (t0003-split's rate)
 #   perf record -F 1000 -e cpu-clock -g            (frame pointers)
 #   perf record -F 1000 -e cpu-clock --call-graph dwarf
 #   gperftools CPUPROFILE_FREQUENCY=100 and 1000   (if libprofiler.so is installed)
@@ -35,7 +37,7 @@
 #   -s SECONDS   CPU seconds of the split-1x thread per run (default 2; the
 #                run takes ~4x that in CPU, about 3x in wall time)
 #   --quick      -r 1 -s 1 (about a minute)
-# Runtime with the defaults: about 3-4 minutes.
+# Runtime with the defaults: about 5-6 minutes.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -62,7 +64,7 @@ SPLIT=$build/tests/bin/split
 bench_tmpdir
 T=$BENCH_TMP
 
-configs=(sp100-posix sp1000-auto sp1000-posix)
+configs=(sp100-posix sp1000-auto sp1000-posix sp1000-thread sp4000-auto)
 notes=()
 if have_perf; then
 	configs+=(perf1000-fp perf1000-dwarf)
@@ -182,9 +184,7 @@ done
 
 label() {
 	case $1 in
-	sp100-posix) echo "stackprof 100 Hz posix" ;;
-	sp1000-auto) echo "stackprof 1000 Hz auto" ;;
-	sp1000-posix) echo "stackprof 1000 Hz posix" ;;
+	sp*) local x=${1#sp}; echo "stackprof ${x%%-*} Hz ${x#*-}" ;;
 	perf1000-fp) echo "perf -F1000 cpu-clock -g (fp)" ;;
 	perf1000-dwarf) echo "perf -F1000 cpu-clock dwarf" ;;
 	gperf100) echo "gperftools 100 Hz" ;;

@@ -21,7 +21,8 @@
 #              (timer "auto": posix CPU timers at 100 Hz, perf-sigtrap above),
 #              and 1000 Hz with the perf-task-clock (SIGPROF) timer for comparison
 #   gperftools LD_PRELOAD=libprofiler.so CPUPROFILE_FREQUENCY=100, 1000
-#              (if installed; setitimer(ITIMER_PROF): one signal per kernel
+#              (if installed: apt-get install libgoogle-perftools4;
+#              setitimer(ITIMER_PROF): one signal per kernel
 #              tick at most for the whole process, whatever the frequency)
 #   perf       perf record -g -F 1000 -e cpu-clock (if usable)
 # For stackprof the raw profile's size per sample is reported too (file size
@@ -40,7 +41,7 @@
 #               3 at batch 8, 1 warm-up (BENCH_ITERS overrides)
 #   -c CONFIGS  subset, e.g. "sp100 sp1000" (default all that are installed:
 #               sp100 sp1000 sp1000-perf sp4000 gperf100 gperf1000 perf1000);
-#               spHZ-KIND sets STACKPROF_TIMER=KIND (posix, trap, perf, itimer)
+#               spHZ-KIND sets STACKPROF_TIMER=KIND (posix, trap, perf, thread, itimer)
 #   --quick     -r 3 -b 1 (about 2 minutes)
 # Runtime with the defaults: about 15-18 minutes on a 2-core machine (more
 # when it is loaded).
