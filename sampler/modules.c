@@ -1,4 +1,5 @@
 #include "modules.h"
+#include "rulecache.h"
 #include "sampler.h"
 
 #include <dlfcn.h>
@@ -166,6 +167,9 @@ static void sp_snap_publish(struct sp_modsnap *s)
 	 * can't see, and leaking one snapshot is better than a crash. */
 	for (int i = 0; i < 200000; i++) {
 		if (atomic_load(&sp_g.inflight) == 0) {
+			/* no handler holds the old epoch now */
+			if (s->epoch != old->epoch)
+				sp_rulecache_epoch(s->epoch);
 			sp_snap_free(old);
 			return;
 		}

@@ -35,9 +35,11 @@ int sp_rulecache_init(void)
 	return 0;
 }
 
+#define SP_RC_EPOCH_MASK 0xffffu
+
 static uint64_t sp_rc_key(uintptr_t addr, uint32_t epoch)
 {
-	return ((uint64_t)addr & SP_RC_ADDR_MASK) | (uint64_t)(epoch & 0xffff) << 48;
+	return ((uint64_t)addr & SP_RC_ADDR_MASK) | (uint64_t)(epoch & SP_RC_EPOCH_MASK) << 48;
 }
 
 static uint32_t sp_rc_hash(uint64_t key)
@@ -89,5 +91,21 @@ void sp_rulecache_put(uintptr_t addr, uint32_t epoch, uint64_t rule)
 		atomic_store_explicit(&s->rule, rule, memory_order_relaxed);
 		atomic_store_explicit(&s->key, key, memory_order_release);
 		return;
+	}
+}
+
+void sp_rulecache_epoch(uint32_t epoch)
+{
+	if (!sp_rc || (epoch & SP_RC_EPOCH_MASK))
+		return;
+	/* Handlers of the new epoch may probe and insert meanwhile. An emptied
+	 * slot ends a probe early: a miss, never a wrong rule. A slot being
+	 * written (SP_RC_BUSY) is left to its writer, whose key is of the new
+	 * epoch; emptying it would let a second writer in. */
+	for (uint32_t i = 0; i < SP_RC_SLOTS; i++) {
+		uint64_t k = atomic_load_explicit(&sp_rc[i].key, memory_order_relaxed);
+		if (k != 0 && k != SP_RC_BUSY)
+			atomic_compare_exchange_strong_explicit(
+			    &sp_rc[i].key, &k, 0, memory_order_relaxed, memory_order_relaxed);
 	}
 }

@@ -31,4 +31,12 @@ uint64_t sp_rulecache_get(uintptr_t addr, uint32_t epoch);
 /* Caches rule (non-zero) for addr in epoch, if a slot is free. Signal-safe, lock-free. */
 void sp_rulecache_put(uintptr_t addr, uint32_t epoch, uint64_t rule);
 
+/*
+ * Tells the cache the epoch moved to epoch and no handler still uses an
+ * older one. Keys hold 16 bits of the epoch: when those wrap to 0 the
+ * table is emptied, so an entry of 65536 unloads ago can never match
+ * again. Normal context.
+ */
+void sp_rulecache_epoch(uint32_t epoch);
+
 #endif

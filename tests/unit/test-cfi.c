@@ -16,6 +16,7 @@
 #include <ucontext.h>
 
 #include "cfi.h"
+#include "rulecache.h"
 #include "check.h"
 
 #define NOINLINE __attribute__((noinline))
@@ -236,6 +237,37 @@ static void test_junk(void)
 	printf("junk tables: %zu rounds, %zu lookups gave a rule\n", rounds, steps);
 }
 
+/*
+ * The rule cache: a rule comes back for its address and epoch only, an
+ * unload (a new epoch) hides it, and the 16-bit epoch in its keys cannot
+ * wrap around to an entry of 65536 unloads ago.
+ */
+static void test_rulecache(void)
+{
+	CHECK(sp_rulecache_init() == 0);
+	uintptr_t a = 0x401234, b = 0x7f0000005678;
+	sp_rulecache_put(a, 1, 0x1111);
+	sp_rulecache_put(b, 1, 0x2222);
+	CHECK(sp_rulecache_get(a, 1) == 0x1111);
+	CHECK(sp_rulecache_get(b, 1) == 0x2222);
+	CHECK(sp_rulecache_get(a + 1, 1) == 0);
+	CHECK(sp_rulecache_get(a, 2) == 0);
+	sp_rulecache_put(a, 2, 0x3333); /* takes a stale slot or a free one */
+	CHECK(sp_rulecache_get(a, 2) == 0x3333);
+	CHECK(sp_rulecache_get(a, 1) == 0 || sp_rulecache_get(a, 1) == 0x1111);
+	/* epochs that don't wrap keep the table */
+	sp_rulecache_epoch(2);
+	CHECK(sp_rulecache_get(a, 2) == 0x3333);
+	/* 65536 unloads after epoch 1 its keys would match again: the wrap empties the table */
+	CHECK(sp_rulecache_get(b, 1 + 65536) == 0x2222);
+	sp_rulecache_epoch(65536);
+	CHECK(sp_rulecache_get(b, 1 + 65536) == 0);
+	CHECK(sp_rulecache_get(a, 2 + 65536) == 0);
+	/* and it fills again */
+	sp_rulecache_put(b, 65537, 0x4444);
+	CHECK(sp_rulecache_get(b, 65537) == 0x4444);
+}
+
 int main(void)
 {
 	dl_iterate_phdr(add_mod, NULL);
@@ -243,5 +275,6 @@ int main(void)
 	test_walk();
 	test_pack();
 	test_junk();
+	test_rulecache();
 	return check_exit("test-cfi");
 }
