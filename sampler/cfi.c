@@ -99,6 +99,14 @@ struct sp_cfa_prog {
 	uint8_t fde_enc;
 };
 
+/* v times a factor, wrapping like the machine: junk CFI may overflow, and a
+ * wrapped offset is then refused by the range checks of sp_reduce
+ * like any other out-of-range one */
+static int64_t sp_scaled(uint64_t v, int64_t factor)
+{
+	return (int64_t)(v * (uint64_t)factor);
+}
+
 static void sp_set_reg(struct sp_cfa_state *s, uint64_t reg, uint8_t how, int64_t off)
 {
 	/* the caller-saved registers are dead in every frame but the leaf */
@@ -135,7 +143,7 @@ static bool sp_cfa_run(struct sp_cfa_prog *g, struct sp_cfa_state *s,
 			advance = true;
 		} else if ((op & 0xc0) == DW_CFA_offset) {
 			sp_set_reg(s, op & 0x3f, SP_HOW_OFFSET,
-				   (int64_t)sp_cfiread_uleb(c) * g->data_align);
+				   sp_scaled(sp_cfiread_uleb(c), g->data_align));
 		} else if ((op & 0xc0) == DW_CFA_restore) {
 			if (!init)
 				return false;
@@ -167,17 +175,17 @@ static bool sp_cfa_run(struct sp_cfa_prog *g, struct sp_cfa_state *s,
 			case DW_CFA_offset_extended:
 				reg = sp_cfiread_uleb(c);
 				sp_set_reg(s, reg, SP_HOW_OFFSET,
-					   (int64_t)sp_cfiread_uleb(c) * g->data_align);
+					   sp_scaled(sp_cfiread_uleb(c), g->data_align));
 				break;
 			case DW_CFA_offset_extended_sf:
 				reg = sp_cfiread_uleb(c);
 				sp_set_reg(s, reg, SP_HOW_OFFSET,
-					   sp_cfiread_sleb(c) * g->data_align);
+					   sp_scaled((uint64_t)sp_cfiread_sleb(c), g->data_align));
 				break;
 			case DW_CFA_GNU_negative_offset_extended:
 				reg = sp_cfiread_uleb(c);
 				sp_set_reg(s, reg, SP_HOW_OFFSET,
-					   -(int64_t)sp_cfiread_uleb(c) * g->data_align);
+					   sp_scaled(-sp_cfiread_uleb(c), g->data_align));
 				break;
 			case DW_CFA_restore_extended:
 				if (!init)
@@ -213,7 +221,7 @@ static bool sp_cfa_run(struct sp_cfa_prog *g, struct sp_cfa_state *s,
 				break;
 			case DW_CFA_def_cfa_sf:
 				s->cfa_reg = sp_cfiread_uleb(c);
-				s->cfa_off = sp_cfiread_sleb(c) * g->data_align;
+				s->cfa_off = sp_scaled((uint64_t)sp_cfiread_sleb(c), g->data_align);
 				s->cfa_expr = false;
 				break;
 			case DW_CFA_def_cfa_register:
@@ -224,7 +232,7 @@ static bool sp_cfa_run(struct sp_cfa_prog *g, struct sp_cfa_state *s,
 				s->cfa_off = (int64_t)sp_cfiread_uleb(c);
 				break;
 			case DW_CFA_def_cfa_offset_sf:
-				s->cfa_off = sp_cfiread_sleb(c) * g->data_align;
+				s->cfa_off = sp_scaled((uint64_t)sp_cfiread_sleb(c), g->data_align);
 				break;
 			case DW_CFA_def_cfa_expression: {
 				uint64_t len = sp_cfiread_uleb(c);
@@ -288,27 +296,36 @@ static enum sp_cfi_kind sp_reduce(const struct sp_cfa_state *s, struct sp_cfi_ru
 		const struct sp_reg_rule *r = &s->reg[i];
 		if (r->how == SP_HOW_SAME)
 			continue;
-		if (r->how != SP_HOW_OFFSET || r->off >= 0 || -r->off % 8 ||
-		    -r->off / 8 > SP_CFI_SAVE_MAX)
+		/* in range before negating: junk CFI can say INT64_MIN */
+		if (r->how != SP_HOW_OFFSET || r->off >= 0 || r->off < -8 * SP_CFI_SAVE_MAX ||
+		    -r->off % 8)
 			return SP_CFI_SLOW;
 		out->saved[i] = (uint8_t)(-r->off / 8);
 	}
 	return out->kind = SP_CFI_STEP;
 }
 
+/* Word i of the search table. Linkers align it, but nothing says they must:
+ * read it as bytes (one mov on x86-64). */
+static intptr_t sp_table_word(const struct sp_cfi_table *t, uint64_t i)
+{
+	int32_t v;
+	memcpy(&v, (const void *)(t->table + 4 * i), sizeof(v));
+	return v;
+}
+
 /* The FDE whose initial location is the last one <= addr, from the sorted table. */
 static uintptr_t sp_fde_lookup(const struct sp_cfi_table *t, uintptr_t addr)
 {
-	const int32_t *e = (const int32_t *)t->table;
 	uint32_t lo = 0, hi = t->count;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
-		if (t->hdr + (intptr_t)e[2 * mid] <= addr)
+		if (t->hdr + sp_table_word(t, 2 * (uint64_t)mid) <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo ? t->hdr + (intptr_t)e[2 * (lo - 1) + 1] : 0;
+	return lo ? t->hdr + sp_table_word(t, 2 * (uint64_t)(lo - 1) + 1) : 0;
 }
 
 /* An entry's length field: [*body, *end) is what follows it. */
