@@ -8,7 +8,8 @@
 #                 committed corpus (and BUILD_DIR/TARGET-corpus if it exists)
 #                 and prints llvm-cov's line/branch report of the code under test
 #
-#   TARGET        reader (format/reader.c) or symbolize (symbolize/*.c, libdw)
+#   TARGET        reader (format/reader.c), symbolize (symbolize/*.c, libdw) or
+#                 cfi (sampler/cfi.c: the handler's .eh_frame rule reader)
 #   BUILD_DIR     where the binaries, the grown corpus and any crash go:
 #                 BUILD_DIR/fuzz-TARGET, BUILD_DIR/TARGET-corpus/,
 #                 BUILD_DIR/TARGET-artifacts/crash-*
@@ -32,7 +33,7 @@ case ${1:-} in
 --replay-only) mode=replay; shift ;;
 --coverage) mode=coverage; shift ;;
 esac
-usage="usage: $0 [--build-only|--replay-only|--coverage] reader|symbolize BUILD_DIR"
+usage="usage: $0 [--build-only|--replay-only|--coverage] reader|symbolize|cfi BUILD_DIR"
 target=${1:?$usage}
 build=${2:?$usage}
 src=${SP_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
@@ -51,8 +52,13 @@ symbolize)
 	incs=(-I"$src/symbolize" -I"$src/format")
 	libs=(-ldw -lelf -lz -ldl -lpthread)
 	;;
+cfi)
+	sources=("$src/tests/fuzz/fuzz-cfi.c" "$src"/sampler/cfi.c "$src"/format/cfiread.c)
+	incs=(-D_GNU_SOURCE -I"$src/sampler" -I"$src/format") # dl_phdr_info
+	libs=()
+	;;
 *)
-	echo "run-fuzz.sh: unknown target '$target' (reader or symbolize)" >&2
+	echo "run-fuzz.sh: unknown target '$target' (reader, symbolize or cfi)" >&2
 	exit 2
 	;;
 esac
@@ -106,7 +112,7 @@ fi
 bin=$build/fuzz-$target
 stale=1
 if [ -x "$bin" ]; then
-	stale=$(find "${sources[@]}" "$src/format" "$src/symbolize" "${BASH_SOURCE[0]}" \
+	stale=$(find "${sources[@]}" "$src/format" "$src/symbolize" "$src/sampler" "${BASH_SOURCE[0]}" \
 		-newer "$bin" -name '*.[ch]' -o -newer "$bin" -name '*.sh' | head -1)
 	[ -n "$stale" ] || stale=
 fi
