@@ -216,6 +216,15 @@ enum sp_step { SP_STEP_OK, SP_STEP_END, SP_STEP_ERR, SP_STEP_SLOW };
  */
 #define SP_RED_ZONE 128
 
+/* A word of the stack at at, which a rule built on a register the code
+ * did not keep (after a JIT scan) may leave unaligned: one mov on x86-64. */
+static uintptr_t sp_stack_word(uintptr_t at)
+{
+	uintptr_t v;
+	memcpy(&v, (const void *)at, sizeof(v));
+	return v;
+}
+
 /*
  * Steps w to its caller with rule r. Every read lies between the frame's
  * red zone and the top of the thread's stack: memory that is mapped,
@@ -245,9 +254,9 @@ static enum sp_step sp_fast_step(struct sp_walk *w, const struct sp_cfi_rule *r,
 		uintptr_t at = cfa - 8 * (uintptr_t)r->saved[i];
 		if (at < low)
 			return SP_STEP_ERR;
-		regs[i] = *(const uintptr_t *)at;
+		regs[i] = sp_stack_word(at);
 	}
-	uintptr_t ra = *(const uintptr_t *)(cfa - 8);
+	uintptr_t ra = sp_stack_word(cfa - 8);
 	if (!ra)
 		return SP_STEP_END;
 	w->ip = ra;
