@@ -16,7 +16,11 @@
 
 /* Guards every slot's tick_on and the ticker's own state below. */
 static pthread_mutex_t sp_tick_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t sp_tick_wake = PTHREAD_COND_INITIALIZER;
+/* The ticker sleeps on it (CLOCK_MONOTONIC deadlines), so that arming a
+ * thread or stopping wakes it at once: at 1 Hz with the idle backoff a
+ * sleep is up to 12 s, which exit must not wait out. */
+static pthread_cond_t sp_tick_wake;
+static pthread_once_t sp_tick_once = PTHREAD_ONCE_INIT;
 static pthread_t sp_tick_thread;
 static bool sp_tick_running, sp_tick_stop;
 static uint32_t sp_tick_armed; /* slots with tick_on */
@@ -78,6 +82,15 @@ static bool sp_tick_scan(pid_t pid, uint64_t interval_ns)
 	return busy;
 }
 
+static void sp_tick_cond_init(void)
+{
+	pthread_condattr_t a;
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(&sp_tick_wake, &a);
+	pthread_condattr_destroy(&a);
+}
+
 static void *sp_ticker_main(void *arg)
 {
 	pid_t pid = getpid();
@@ -92,7 +105,6 @@ static void *sp_ticker_main(void *arg)
 			backoff = 1;
 			continue;
 		}
-		pthread_mutex_unlock(&sp_tick_lock);
 		/* +-50% jitter around the period, times the idle backoff */
 		rnd ^= rnd << 13;
 		rnd ^= rnd >> 7;
@@ -100,12 +112,14 @@ static void *sp_ticker_main(void *arg)
 		next += backoff * (sp_tick_period / 2 + rnd % sp_tick_period);
 		struct timespec ts = {.tv_sec = (time_t)(next / 1000000000u),
 				      .tv_nsec = (long)(next % 1000000000u)};
-		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-			;
+		int rc = 0;
+		while (!sp_tick_stop && rc != ETIMEDOUT)
+			rc = pthread_cond_timedwait(&sp_tick_wake, &sp_tick_lock, &ts);
+		if (sp_tick_stop)
+			break;
 		uint64_t now = sp_now_ns();
 		if (now > next + 8 * sp_tick_period)
 			next = now; /* we were not scheduled for a while: no burst to catch up */
-		pthread_mutex_lock(&sp_tick_lock);
 		bool busy = sp_tick_scan(pid, now - last);
 		last = now;
 		if (busy)
@@ -119,6 +133,7 @@ static void *sp_ticker_main(void *arg)
 
 int sp_ticker_start(uint64_t period_ns)
 {
+	pthread_once(&sp_tick_once, sp_tick_cond_init);
 	pthread_mutex_lock(&sp_tick_lock);
 	sp_tick_period = period_ns ? period_ns : 1;
 	sp_tick_stop = false;
@@ -170,6 +185,7 @@ int sp_ticker_arm(struct sp_thread *t)
 	int rc = pthread_getcpuclockid(pthread_self(), &t->tick_clk);
 	if (rc)
 		return -rc;
+	pthread_once(&sp_tick_once, sp_tick_cond_init);
 	pthread_mutex_lock(&sp_tick_lock);
 	sp_tick_on(t);
 	pthread_mutex_unlock(&sp_tick_lock);
@@ -212,7 +228,7 @@ void sp_ticker_atfork(int phase)
 	}
 	/* the child has none of the parent's threads, the ticker included */
 	pthread_mutex_init(&sp_tick_lock, NULL);
-	pthread_cond_init(&sp_tick_wake, NULL);
+	sp_tick_cond_init();
 	sp_tick_running = false;
 	sp_tick_armed = 0;
 	uint32_t n = atomic_load(&sp_g.n_slots);

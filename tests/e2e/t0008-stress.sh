@@ -76,6 +76,22 @@ check "thread timer: forked children and exec'ed images wrote their profiles" [ 
 for f in th.prof.*; do
 	"$SP" info --no-symbols "$f" >thf.info 2>&1 || fail "thread timer: $f does not read"
 done
+# at 1 Hz the ticker sleeps 0.5-1.5 s between looks (up to 12 s with its
+# idle backoff): exit must wake it, not wait the sleep out. Against the
+# same run with the POSIX timer, which has no thread to stop.
+elapsed_ms() { # elapsed_ms CMD...: runs CMD, prints its wall time in ms
+	local t0
+	t0=$(date +%s%N)
+	"$@" >/dev/null 2>&1
+	echo $((($(date +%s%N) - t0) / 1000000))
+}
+base=$(elapsed_ms timeout 60 "$SP" run --no-summary -F 1 --timer posix -o thidle0.prof -- sleep 0.05)
+ms=$(elapsed_ms timeout 60 "$SP" run --no-summary -F 1 --timer thread -o thidle.prof -- sleep 0.05)
+say "sleep 0.05 at 1 Hz: $base ms with the POSIX timer, $ms ms with the thread timer"
+check "thread timer at 1 Hz: exit does not wait for the ticker's sleep (< 400 ms more)" \
+	[ "$ms" -lt $((base + 400)) ]
+check "thread timer at 1 Hz: the profile is complete" \
+	sh -c "'$SP' info --no-symbols thidle.prof | grep -q '^status: *complete'"
 timeout 60 "$SP" run -F 1000 --timer thread -o thown.prof -- "$BIN/stress" ownprof >thown.txt 2>thown.err
 check "thread timer, own SIGPROF handler: the target still gets its ticks" [ $? -eq 0 ]
 check "thread timer: stackprof steps aside" grep -q 'steps aside' thown.err
