@@ -9,6 +9,13 @@
 #include <string.h>
 
 /*
+ * Up to this long, the handler's wall time stands for its CPU time: a
+ * preemption inside it (the scheduler's slices are milliseconds) would
+ * almost always make it longer, and the error is bounded by it.
+ */
+#define SP_HANDLER_WALL_NS 20000u
+
+/*
  * STACKPROF_UNWIND=check: whether two walks of one stack disagree. Past a
  * frame in no known module both are guesses (a stack scan whose start
  * depends on the guess before it), so only the frames up to the first
@@ -40,9 +47,11 @@ void sp_handler(int sig, siginfo_t *si, void *uc)
 		goto out;
 	}
 	atomic_fetch_add_explicit(&t->signals, 1, memory_order_relaxed);
-	/* CPU time, not wall time: on a busy machine the handler may be
-	 * preempted. One reading serves the weight and the handler's cost. */
+	/* The thread's CPU clock is a system call (0.5 us in a VM); it gives
+	 * the weight. The monotonic clock (vDSO, 25 ns) stamps the sample and
+	 * times the handler. */
 	uint64_t c0 = sp_thread_cpu_ns();
+	uint64_t m0 = sp_now_ns();
 	uint64_t weight = sp_g.timer->weight(t, si, sp_g.period_ns, c0);
 	atomic_store_explicit(&t->cpu_last, c0, memory_order_relaxed);
 	if (!atomic_load_explicit(&sp_g.sampling, memory_order_relaxed))
@@ -87,7 +96,7 @@ void sp_handler(int sig, siginfo_t *si, void *uc)
 	atomic_fetch_add_explicit(&t->unw_fast, cnt.fast, memory_order_relaxed);
 	atomic_fetch_add_explicit(&t->unw_slow, cnt.slow, memory_order_relaxed);
 
-	e[SP_ENTRY_TIME] = sp_now_ns() - sp_g.start_mono_ns;
+	e[SP_ENTRY_TIME] = m0 - sp_g.start_mono_ns;
 	e[SP_ENTRY_WEIGHT] = weight;
 	e[SP_ENTRY_RANGE] = atomic_load_explicit(&t->range_top, memory_order_relaxed);
 	sp_ring_commit(&t->ring, SP_ENTRY_PCS + depth, flags);
@@ -95,10 +104,14 @@ void sp_handler(int sig, siginfo_t *si, void *uc)
 		atomic_fetch_add_explicit(&t->unwind_errors, 1, memory_order_relaxed);
 	if (flags & SP_STACK_TRUNCATED)
 		atomic_fetch_add_explicit(&t->truncated, 1, memory_order_relaxed);
-	uint64_t c1 = sp_thread_cpu_ns();
-	uint64_t cost = c1 - c0;
+	/* A short handler ran on the CPU all along: its wall time is its CPU
+	 * time. A long one may have been preempted, and only the CPU clock
+	 * tells how much of it was ours. */
+	uint64_t cost = sp_now_ns() - m0;
+	if (cost > SP_HANDLER_WALL_NS)
+		cost = sp_thread_cpu_ns() - c0;
 	atomic_fetch_add_explicit(&t->handler_ns, cost, memory_order_relaxed);
-	atomic_store_explicit(&t->cpu_last, c1, memory_order_relaxed);
+	atomic_store_explicit(&t->cpu_last, c0 + cost, memory_order_relaxed);
 	/* A handler that takes more than an eighth of the period (deep stacks
 	 * at a high rate) would leave the program little time between samples:
 	 * skip as many samples as it overran, and count them. */
