@@ -62,7 +62,9 @@ struct sp_writer *sp_writer_new(int fd)
 		return NULL;
 	w->fd = fd;
 	sp_buf_init(&w->rec);
-	if (deflateInit(&w->z, Z_DEFAULT_COMPRESSION) != Z_OK) {
+	/* The writer shares the program's CPUs: level 1 deflates the sample
+	 * stream twice as fast as the default level for ~10% more bytes. */
+	if (deflateInit(&w->z, Z_BEST_SPEED) != Z_OK) {
 		free(w);
 		return NULL;
 	}
