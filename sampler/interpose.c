@@ -1,7 +1,8 @@
 /*
  * interpose.c - the libc functions this library replaces: dlclose, the exec
- * family, sigaction/signal for SIGPROF, and the fork hooks. pthread_create
- * is in thread.c, dl_iterate_phdr in modules.c.
+ * family, sigaction/signal for SIGPROF, the calls that want the program's
+ * threads only (uid/gid changes, unshare, setns), and the fork hooks.
+ * pthread_create is in thread.c, dl_iterate_phdr in modules.c.
  *
  * dlopen is deliberately NOT interposed: glibc resolves a bare library name
  * against the RUNPATH of dlopen's caller, found from its return address, and
@@ -15,6 +16,7 @@
 #include "timer.h"
 
 #include <dlfcn.h>
+#include <grp.h>
 #include <errno.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -257,6 +259,83 @@ SP_EXPORT int dlclose(void *handle)
 	return rc;
 }
 
+/* ---- calls that want the program's threads only ------------------------- */
+
+/*
+ * glibc applies a uid, gid or groups change to every thread (its setxid
+ * broadcast) and aborts the process if one thread's change fails. A program
+ * that raised capabilities on its own thread only (setpriv: capset, then
+ * setresgid) would die of our writer thread, which has none. And the kernel
+ * refuses unshare(CLONE_NEWUSER), or setns into a user or mount namespace,
+ * to a process with other threads. So around these calls stackprof's own
+ * threads are joined and started again afterwards, and the program makes
+ * them as it would without stackprof. Calls from several threads at once
+ * share one parking; a signal handler that makes one inside our own
+ * parking on the same thread passes straight through.
+ */
+static pthread_mutex_t sp_park_lock = PTHREAD_MUTEX_INITIALIZER;
+static int sp_parked;
+static _Atomic pid_t sp_park_owner;
+
+static bool sp_park(void)
+{
+	/* not set up, or a vfork child, which must not touch our threads */
+	if (!atomic_load(&sp_g.enabled) || getpid() != sp_g.pid)
+		return false;
+	pid_t me = sp_gettid();
+	if (pthread_mutex_trylock(&sp_park_lock) != 0) {
+		if (atomic_load(&sp_park_owner) == me)
+			return false;
+		pthread_mutex_lock(&sp_park_lock);
+	}
+	atomic_store(&sp_park_owner, me);
+	if (sp_parked++ == 0) {
+		if (sp_g.timer->stop)
+			sp_g.timer->stop();
+		sp_writer_park();
+	}
+	atomic_store(&sp_park_owner, 0);
+	pthread_mutex_unlock(&sp_park_lock);
+	return true;
+}
+
+static void sp_unpark(void)
+{
+	pthread_mutex_lock(&sp_park_lock);
+	atomic_store(&sp_park_owner, sp_gettid());
+	if (--sp_parked == 0 && !atomic_load(&sp_g.stopping)) {
+		sp_writer_unpark();
+		if (sp_g.timer->start)
+			sp_g.timer->start(sp_g.period_ns);
+	}
+	atomic_store(&sp_park_owner, 0);
+	pthread_mutex_unlock(&sp_park_lock);
+}
+
+#define SP_PARKED_CALL(name, params, args)                                                         \
+	SP_EXPORT int name params                                                                  \
+	{                                                                                          \
+		bool parked = sp_park();                                                           \
+		int rc = SP_REAL(name) args;                                                       \
+		int saved_errno = errno;                                                           \
+		if (parked)                                                                        \
+			sp_unpark();                                                               \
+		errno = saved_errno;                                                               \
+		return rc;                                                                         \
+	}
+
+SP_PARKED_CALL(setuid, (uid_t uid), (uid))
+SP_PARKED_CALL(setgid, (gid_t gid), (gid))
+SP_PARKED_CALL(seteuid, (uid_t uid), (uid))
+SP_PARKED_CALL(setegid, (gid_t gid), (gid))
+SP_PARKED_CALL(setreuid, (uid_t r, uid_t e), (r, e))
+SP_PARKED_CALL(setregid, (gid_t r, gid_t e), (r, e))
+SP_PARKED_CALL(setresuid, (uid_t r, uid_t e, uid_t s), (r, e, s))
+SP_PARKED_CALL(setresgid, (gid_t r, gid_t e, gid_t s), (r, e, s))
+SP_PARKED_CALL(setgroups, (size_t n, const gid_t *groups), (n, groups))
+SP_PARKED_CALL(unshare, (int flags), (flags))
+SP_PARKED_CALL(setns, (int fd, int nstype), (fd, nstype))
+
 /* ---- the target's own SIGPROF ------------------------------------------- */
 
 static _Atomic bool sp_stepped_aside_flag;
@@ -363,6 +442,7 @@ int sp_handler_install(void)
  */
 static void sp_fork_prepare(void)
 {
+	pthread_mutex_lock(&sp_park_lock);
 	pthread_mutex_lock(&sp_g.lock);
 	sp_modules_atfork(0);
 	sp_api_atfork(0);
@@ -375,6 +455,7 @@ static void sp_fork_parent(void)
 	sp_api_atfork(1);
 	sp_modules_atfork(1);
 	pthread_mutex_unlock(&sp_g.lock);
+	pthread_mutex_unlock(&sp_park_lock);
 }
 
 /* The child profiles itself into its own file; the parent's threads are gone. */
@@ -385,6 +466,8 @@ static void sp_fork_child(void)
 	sp_modules_atfork(2);
 	pthread_mutex_init(&sp_g.lock, NULL);
 	pthread_cond_init(&sp_g.wake, NULL);
+	pthread_mutex_init(&sp_park_lock, NULL);
+	sp_parked = 0; /* the child starts threads of its own */
 	if (!atomic_load(&sp_g.enabled))
 		return;
 	struct sp_thread *self = sp_self;

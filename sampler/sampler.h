@@ -147,6 +147,10 @@ int sp_thread_init(void);
  * with every signal blocked, so the target's signals go to its own threads.
  * The mask is set through the attribute: the caller's is never touched. 0 or errno. */
 int sp_spawn_quiet(pthread_t *thread, void *(*fn)(void *), void *arg);
+/* Joins such a thread and waits until the kernel has removed its task too
+ * (tid: its kernel thread id, 0 if unknown), so that the process is left
+ * with the threads it had without it. */
+void sp_join_quiet(pthread_t thread, pid_t tid);
 
 /* --- interpose.c --------------------------------------------------------- */
 
@@ -184,6 +188,10 @@ void sp_writer_flush_now(void);
 void sp_writer_exec_flush(void);
 /* Drains everything, writes the final stats, closes the file, joins the thread. */
 void sp_writer_stop(bool final);
+/* Joins the writer thread, keeping the file and all state, and starts it
+ * again. Samples wait in the rings meanwhile (a full ring drops them). */
+void sp_writer_park(void);
+void sp_writer_unpark(void);
 /* In a fork child: drops the parent's writer state without touching its file. */
 void sp_writer_forget(void);
 

@@ -4,10 +4,12 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 
 __thread struct sp_thread *sp_self SP_TLS;
 
@@ -167,6 +169,18 @@ SP_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void
 	if (rc)
 		free(s);
 	return rc;
+}
+
+void sp_join_quiet(pthread_t thread, pid_t tid)
+{
+	pthread_join(thread, NULL);
+	/* pthread_join returns once the thread has cleared its tid, a moment
+	 * before the kernel takes its task off the thread group */
+	for (int i = 0; tid > 0 && i < 100000; i++) {
+		if (syscall(SYS_tgkill, sp_g.pid, tid, 0) < 0 && errno == ESRCH)
+			break;
+		sched_yield();
+	}
 }
 
 int sp_spawn_quiet(pthread_t *thread, void *(*fn)(void *), void *arg)

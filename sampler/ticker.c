@@ -22,6 +22,7 @@ static pthread_mutex_t sp_tick_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t sp_tick_wake;
 static pthread_once_t sp_tick_once = PTHREAD_ONCE_INIT;
 static pthread_t sp_tick_thread;
+static pid_t sp_tick_tid;
 static bool sp_tick_running, sp_tick_stop;
 static uint32_t sp_tick_armed; /* slots with tick_on */
 static uint64_t sp_tick_period;
@@ -94,6 +95,7 @@ static void sp_tick_cond_init(void)
 static void *sp_ticker_main(void *arg)
 {
 	pid_t pid = getpid();
+	sp_tick_tid = sp_gettid();
 	uint64_t rnd = sp_now_ns() ^ 0x9e3779b97f4a7c15ull;
 	uint64_t next = sp_now_ns(), last = next;
 	unsigned backoff = 1;
@@ -157,7 +159,7 @@ void sp_ticker_stop(void)
 	sp_tick_stop = true;
 	pthread_cond_broadcast(&sp_tick_wake);
 	pthread_mutex_unlock(&sp_tick_lock);
-	pthread_join(sp_tick_thread, NULL);
+	sp_join_quiet(sp_tick_thread, sp_tick_tid);
 	sp_tick_running = false;
 }
 

@@ -37,7 +37,8 @@ struct sp_thread;
 /* Starts the ticker thread (every signal blocked). 0 or -errno. */
 int sp_ticker_start(uint64_t period_ns);
 
-/* Stops and joins it (at exit). */
+/* Stops and joins it (at exit, and around calls that want the program's
+ * threads only); sp_ticker_start starts it again. */
 void sp_ticker_stop(void);
 
 /* The calling thread (t is its own slot) is to be sampled. 0 or -errno. */

@@ -66,7 +66,8 @@ struct sp_wstate {
 	struct sp_prof_stats retired;
 	uint64_t samples, weight_ns;
 	uint64_t last_flush_ns;
-	bool stop, exec_flush;
+	bool stop, exec_flush, parked;
+	pid_t tid; /* the writer thread's */
 	bool flush_requested;
 	uint64_t flush_seq, flush_done;
 	int error;
@@ -402,6 +403,7 @@ static void sp_flush(struct sp_wstate *s, uint32_t flags)
 static void *sp_writer_main(void *arg)
 {
 	struct sp_wstate *s = arg;
+	s->tid = sp_gettid();
 	prctl(PR_SET_NAME, "stackprof-wr", 0, 0, 0);
 	pthread_mutex_lock(&sp_g.lock);
 	while (!s->stop) {
@@ -633,19 +635,43 @@ static void sp_wstate_release(struct sp_wstate *s, bool free_self)
 		free(s);
 }
 
+void sp_writer_park(void)
+{
+	struct sp_wstate *s = sp_ws;
+	if (!s || !sp_g.writer_running)
+		return;
+	pthread_mutex_lock(&sp_g.lock);
+	s->stop = true;
+	pthread_cond_broadcast(&sp_g.wake);
+	pthread_mutex_unlock(&sp_g.lock);
+	sp_join_quiet(sp_g.writer, s->tid);
+	sp_g.writer_running = false;
+	s->parked = true;
+}
+
+void sp_writer_unpark(void)
+{
+	struct sp_wstate *s = sp_ws;
+	if (!s || !s->parked || atomic_load(&sp_g.stopping))
+		return;
+	s->parked = false;
+	pthread_mutex_lock(&sp_g.lock);
+	s->stop = false;
+	pthread_mutex_unlock(&sp_g.lock);
+	int rc = sp_spawn_quiet(&sp_g.writer, sp_writer_main, s);
+	if (rc == 0)
+		sp_g.writer_running = true;
+	else
+		sp_log("cannot restart the writer thread: %s; the profile is written at exit",
+		       strerror(rc));
+}
+
 void sp_writer_stop(bool final)
 {
 	struct sp_wstate *s = sp_ws;
 	if (!s)
 		return;
-	if (sp_g.writer_running) {
-		pthread_mutex_lock(&sp_g.lock);
-		s->stop = true;
-		pthread_cond_broadcast(&sp_g.wake);
-		pthread_mutex_unlock(&sp_g.lock);
-		pthread_join(sp_g.writer, NULL);
-		sp_g.writer_running = false;
-	}
+	sp_writer_park();
 	sp_flush(s, final ? SP_STATS_FINAL : 0);
 	sp_writer_close(s->w);
 	close(s->fd);

@@ -31,6 +31,19 @@ check() {
 	if "$@"; then ok "$what"; else fail "$what"; fi
 }
 
+# has FILE PATTERN [CONDITION]: the first line of FILE that matches the awk
+# PATTERN meets CONDITION too (an awk expression on its fields, default
+# true). Fails when no line matches, where `awk '/p/ { exit !(c) }'` passes.
+has() {
+	awk "$2 { found = 1; ok = (${3:-1}); exit } END { exit !(found && ok) }" "$1"
+}
+
+# sampled_threads INFO MIN: how many threads `stackprof info` printed to
+# INFO with at least MIN samples ("  TID  NAME  N samples  TIME" lines).
+sampled_threads() {
+	awk -v min="$2" '$(NF - 1) == "samples" && $(NF - 2) + 0 >= min { n++ } END { print n + 0 }' "$1"
+}
+
 # The debian python with torch; the first python3 on PATH may be another one.
 TORCH_PY=/usr/bin/python3
 have_torch() { [ -x "$TORCH_PY" ] && "$TORCH_PY" -c 'import torch, torchvision' 2>/dev/null; }

@@ -14,13 +14,19 @@
  *              resets; exits 0 when all of that holds
  *   trapdfl    work, then raise(SIGTRAP) with the default action: dies of
  *              SIGTRAP
+ *   setxid     4 threads work while the main thread (root) changes its
+ *              effective uid and gid and its groups 200 times; glibc runs
+ *              each change on every thread, stackprof's among them; exits
+ *              0 when every call succeeded, 77 when not root
  *   errno      check errno survives samples
  *   segv|abort|thread_exit|sleep   crash, abort, _exit(3) from a thread, sleep
  *   exit N     work, then exit with status N
  *
  * Each mode bounds its own runtime and exits 0 when its check passes.
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <grp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -152,6 +158,37 @@ static int trap_mode(void)
 	return 0;
 }
 
+static void *work_thread(void *arg)
+{
+	work(0.4);
+	return arg;
+}
+
+/* The main thread's uid, gid and groups changes, each run by glibc on every
+ * thread, while workers are sampled. */
+static int setxid_mode(void)
+{
+	if (geteuid() != 0)
+		return 77;
+	pthread_t t[4];
+	for (int i = 0; i < 4; i++)
+		if (pthread_create(&t[i], NULL, work_thread, NULL))
+			return 1;
+	int bad = 0;
+	for (int i = 0; i < 200; i++) {
+		gid_t g = (gid_t)(i % 7);
+		bad |= setegid(65534) != 0 || seteuid(65534) != 0;
+		bad |= seteuid(0) != 0 || setegid(0) != 0;
+		bad |= setgroups(1, &g) != 0;
+		bad |= setresgid(0, 0, 0) != 0 || setresuid(0, 0, 0) != 0;
+	}
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	if (bad)
+		fprintf(stderr, "stress setxid: a uid/gid change failed: %s\n", strerror(errno));
+	return bad;
+}
+
 static int run_threads(void *(*fn)(void *), int n)
 {
 	pthread_t t[16];
@@ -248,6 +285,8 @@ int main(int argc, char **argv)
 		printf("ownprof: %d ticks\n", (int)own_ticks);
 		return own_ticks >= 10 ? 0 : 1;
 	}
+	if (!strcmp(mode, "setxid"))
+		return setxid_mode();
 	if (!strcmp(mode, "errno")) {
 		double end = cpu_seconds() + 1.0;
 		while (cpu_seconds() < end) {
