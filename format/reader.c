@@ -514,8 +514,9 @@ struct sp_profile *sp_profile_read(const char *path, char *err, size_t errlen)
 	bool exec_end = p->has_stats && (p->stats.flags & SP_STATS_EXEC) && !plen && !r.n_records;
 	if (p->status == SP_READ_OK && !ended && !exec_end)
 		sp_set_error(p, SP_READ_TRUNCATED,
-			     "truncated after %llu of %llu bytes: the program was probably killed; "
-			     "records up to its last flush are kept",
+			     "truncated after %llu of %llu bytes: the program ended without "
+			     "finishing it (a kill, a crash or _exit); records up to its last "
+			     "flush are kept",
 			     (unsigned long long)(z.total_in + SP_PROFILE_MAGIC_LEN),
 			     (unsigned long long)flen);
 	if (p->status != SP_READ_OK)

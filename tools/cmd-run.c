@@ -3,6 +3,7 @@
  * keep its exit status and signals, then summarize the profile.
  */
 #define _GNU_SOURCE
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -14,6 +15,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -32,7 +34,8 @@ static const char sp_run_usage[] =
     "\n"
     "options:\n"
     "  -o, --output PATH     raw profile path (default stackprof.<pid>.prof); an\n"
-    "                        existing regular file there is replaced\n"
+    "                        earlier stackprof profile there is replaced once\n"
+    "                        the new one is written; any other file is refused\n"
     "  -F, --freq HZ         samples per second of CPU time per thread, 1-20000\n"
     "                        (default 100; above 250 Hz a perf_event task-clock\n"
     "                        timer is used where permitted)\n"
@@ -208,6 +211,128 @@ static void sp_remove_perf_map(const char *prof_path)
 	sp_profile_free(p);
 }
 
+/* 1 if path begins with the raw profile's magic, 0 if not, -errno if it
+ * cannot be read. */
+static int sp_is_profile(const char *path)
+{
+	char magic[SP_PROFILE_MAGIC_LEN];
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int is = read(fd, magic, sizeof(magic)) == (ssize_t)sizeof(magic) &&
+		 !memcmp(magic, SP_PROFILE_MAGIC, sizeof(magic));
+	close(fd);
+	return is;
+}
+
+/* The file execvp(cmd) runs, into out: cmd itself if it has a slash, else
+ * the first executable regular file of that name along PATH. */
+static bool sp_resolve_cmd(const char *cmd, char *out, size_t cap)
+{
+	struct stat st;
+	if (strchr(cmd, '/'))
+		return snprintf(out, cap, "%s", cmd) < (int)cap;
+	const char *path = getenv("PATH");
+	for (const char *p = path ? path : "/usr/local/bin:/usr/bin:/bin"; *p;) {
+		size_t n = strcspn(p, ":");
+		if (snprintf(out, cap, "%.*s/%s", (int)n, n ? p : ".", cmd) < (int)cap &&
+		    stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0)
+			return true;
+		p += n + (p[n] == ':');
+	}
+	return false;
+}
+
+/* Whether the ELF executable at path has no program interpreter (static). */
+static bool sp_elf_static(const char *path)
+{
+	Elf64_Ehdr eh;
+	bool is_static = false;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0)
+		goto out;
+	is_static = true;
+	for (unsigned k = 0; k < eh.e_phnum; k++) {
+		Elf64_Phdr ph;
+		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + k * sizeof(ph))) !=
+		    (ssize_t)sizeof(ph)) {
+			is_static = false;
+			break;
+		}
+		if (ph.p_type == PT_INTERP) {
+			is_static = false;
+			break;
+		}
+	}
+out:
+	close(fd);
+	return is_static;
+}
+
+/*
+ * Why the dynamic loader will preload nothing into the program cmd runs, or
+ * NULL if its file gives no reason. ld.so(8) ignores LD_PRELOAD in secure
+ * execution mode (set-user-ID or set-group-ID to someone else, file
+ * capabilities), and a static program has no loader at all.
+ */
+static const char *sp_preload_refused(const char *cmd, char *file, size_t cap)
+{
+	struct stat st;
+	if (!sp_resolve_cmd(cmd, file, cap) || stat(file, &st) < 0)
+		return NULL;
+	if ((st.st_mode & S_ISUID) && st.st_uid != getuid())
+		return "is set-user-ID: the loader ignores LD_PRELOAD for it";
+	if ((st.st_mode & S_ISGID) && st.st_gid != getgid())
+		return "is set-group-ID: the loader ignores LD_PRELOAD for it";
+	if (getxattr(file, "security.capability", NULL, 0) > 0)
+		return "has file capabilities: the loader ignores LD_PRELOAD for it";
+	if (sp_elf_static(file))
+		return "is statically linked: there is no loader to preload stackprof";
+	return NULL;
+}
+
+/* Tells why no profile was written, as precisely as the program's file allows. */
+static void sp_explain_no_profile(const char *cmd, const char *kept)
+{
+	char file[PATH_MAX];
+	const char *why = sp_preload_refused(cmd, file, sizeof(file));
+	if (why)
+		fprintf(stderr, "stackprof: no profile was written: %s %s; it ran unprofiled\n",
+			file, why);
+	else
+		fprintf(stderr, "stackprof: no profile was written (did the program clear "
+				"LD_PRELOAD, or exec a static or set-user-ID one?)\n");
+	if (kept)
+		fprintf(stderr, "stackprof: %s still holds the earlier profile\n", kept);
+}
+
+/*
+ * The first profile went to PATH.<pid> because an earlier profile held
+ * PATH: now that the new one exists, it takes PATH's place (one rename, so
+ * PATH always holds a whole profile).
+ */
+static void sp_take_place(char **first, const char *out)
+{
+	struct stat a, b;
+	if (stat(*first, &a) == 0 && stat(out, &b) == 0 && a.st_dev == b.st_dev &&
+	    a.st_ino == b.st_ino)
+		return;
+	if (rename(*first, out) < 0) {
+		sp_cli_warn("run: cannot replace %s: %s; the profile is in %s", out,
+			    strerror(errno), *first);
+		return;
+	}
+	char *dup = strdup(out);
+	if (dup) {
+		free(*first);
+		*first = dup;
+	}
+}
+
 int sp_cmd_run(int argc, char **argv)
 {
 	struct sp_run_opts o = {.top = 10, .summary = true};
@@ -305,19 +430,27 @@ int sp_cmd_run(int argc, char **argv)
 			     "../lib; set STACKPROF_LIB)");
 		return SP_EXIT_ERROR;
 	}
+	/* An earlier profile at -o is replaced after the run, and only by a new
+	 * one: a program that is never profiled leaves it as it was. Anything
+	 * else there is somebody's file. */
+	bool replace = false;
 	if (o.out) {
 		struct stat st;
 		if (lstat(o.out, &st) == 0) {
-			if (!S_ISREG(st.st_mode)) {
-				sp_cli_error(
-				    "run: %s exists and is not a regular file; not replacing it",
-				    o.out);
+			int is = S_ISREG(st.st_mode) ? sp_is_profile(o.out) : 0;
+			if (is < 0) {
+				sp_cli_error("run: %s exists and cannot be read (%s); not "
+					     "replacing it",
+					     o.out, strerror(-is));
 				return SP_EXIT_ERROR;
 			}
-			if (unlink(o.out) < 0) {
-				sp_cli_error("run: cannot replace %s: %s", o.out, strerror(errno));
+			if (!is) {
+				sp_cli_error("run: %s exists and is not a stackprof profile; not "
+					     "replacing it (remove it, or choose another -o)",
+					     o.out);
 				return SP_EXIT_ERROR;
 			}
+			replace = true;
 		}
 	}
 	char manifest[] = "/tmp/stackprof-manifest-XXXXXX";
@@ -407,11 +540,11 @@ int sp_cmd_run(int argc, char **argv)
 	if (set_jit)
 		for (size_t k = 0; k < nfiles; k++)
 			sp_remove_perf_map(files[k]);
+	if (replace && nfiles > 0)
+		sp_take_place(&files[0], o.out);
 	if (o.summary) {
 		if (nfiles == 0) {
-			fprintf(stderr,
-				"stackprof: no profile was written (is the program static or "
-				"setuid, or did it clear LD_PRELOAD?)\n");
+			sp_explain_no_profile(argv[i], replace ? o.out : NULL);
 		} else {
 			sp_print_summary(files[0], &o);
 			fprintf(stderr, "stackprof: wrote %s", files[0]);

@@ -144,7 +144,8 @@ void sp_summary_print_top(FILE *f, const struct sp_model *m, size_t n, const cha
 		rows[j].self_ns += st->weight_ns;
 	}
 	qsort(rows, nrows, sizeof(*rows), sp_cmp_rows);
-	fprintf(f, "%s%8s  %10s  %s\n", prefix, "Self %", "Self CPU", "Function (file)");
+	if (nrows)
+		fprintf(f, "%s%8s  %10s  %s\n", prefix, "Self %", "Self CPU", "Function (file)");
 	for (size_t i = 0; i < nrows && i < n; i++) {
 		char t[32];
 		sp_textfmt_time(t, sizeof(t), rows[i].self_ns);
