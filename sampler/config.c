@@ -15,7 +15,8 @@ static bool sp_env_u32(const char *name, uint32_t min, uint32_t max, uint32_t *o
 	errno = 0;
 	unsigned long v = strtoul(s, &end, 10);
 	if (*end || errno || s[0] == '-' || v < min || v > max) {
-		sp_log("%s=%s ignored: expected a number from %u to %u", name, s, min, max);
+		sp_log("%s=%s ignored: expected a number from %u to %u; using %u", name, s, min,
+		       max, *out);
 		return false;
 	}
 	*out = (uint32_t)v;
@@ -88,8 +89,8 @@ void sp_config_load(struct sp_config *cfg)
 			strcpy(cfg->timer, t);
 		else
 			sp_log("STACKPROF_TIMER=%s ignored: expected auto, posix, trap, perf, "
-			       "thread or itimer",
-			       t);
+			       "thread or itimer; using %s",
+			       t, cfg->timer);
 	}
 	const char *u = getenv("STACKPROF_UNWIND");
 	if (u && *u) {
@@ -100,13 +101,17 @@ void sp_config_load(struct sp_config *cfg)
 		else if (!strcmp(u, "check"))
 			cfg->unwind = SP_UNWIND_CHECK;
 		else
-			sp_log("STACKPROF_UNWIND=%s ignored: expected fast, libunwind or check", u);
+			sp_log(
+			    "STACKPROF_UNWIND=%s ignored: expected fast, libunwind or check; using "
+			    "fast",
+			    u);
 	}
 	const char *start = getenv("STACKPROF_START");
 	cfg->paused = start && !strcmp(start, "0");
 	cfg->overwrite = sp_env_bool("STACKPROF_OVERWRITE");
 	const char *sched = getenv("STACKPROF_SCHEDULE");
 	if (sched && *sched && sp_schedule_parse(sched, &cfg->schedule) < 0)
-		sp_log("STACKPROF_SCHEDULE=%s ignored: expected wait,warmup,active[,repeat]",
+		sp_log("STACKPROF_SCHEDULE=%s ignored: expected wait,warmup,active[,repeat]; "
+		       "sampling every step",
 		       sched);
 }
