@@ -28,5 +28,5 @@ check "worker 1 is sampled" grep -qE "rn18-worker-1 +[1-9][0-9]* samples" info.t
 check "worker 2 is sampled" grep -qE "rn18-worker-2 +[1-9][0-9]* samples" info.txt
 check "the main thread is sampled" grep -qE 'resnet18 +[1-9][0-9]* samples' info.txt
 check "at least 95% of samples reach a thread root" \
-	awk '/^thread root:/ { v = $3 + 0; exit !(v >= 95) }' info.txt
+	has info.txt '/^thread root:/' '$3 + 0 >= 95'
 finish

@@ -44,7 +44,7 @@ check "thread timer: split exits 0" [ $? -eq 0 ]
 grep -E '^(timer|achieved|samples)' thinfo.txt
 check "thread timer: it ran" grep -q '^timer: *sampler-thread' thinfo.txt
 check "thread timer: about 1000 samples per CPU-second (900-1100)" \
-	awk '$1 == "achieved:" { exit !($2 >= 900 && $2 <= 1100) }' thinfo.txt
+	has thinfo.txt '$1 == "achieved:"' '$2 >= 900 && $2 <= 1100'
 # the profile's CPU per thread (samples x weights) against the truth; a
 # thread the ticker finds preempted at a wake-up is sampled at a later one,
 # with the weight of all the time since

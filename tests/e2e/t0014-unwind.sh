@@ -22,11 +22,11 @@ checked() {
 	check "$label: exits 0" [ $rc -eq 0 ]
 	"$SP" info $label.prof >$label.info 2>&1
 	grep -E '^(samples|unwinder|unwind check):' $label.info | sed "s/^/$label: /"
-	check "$label: at least $min samples" awk -v m="$min" '$1 == "samples:" { exit !($2 >= m) }' $label.info
+	check "$label: at least $min samples" has $label.info '$1 == "samples:"' "\$2 >= $min"
 	check "$label: no sample where the two unwinders differ" \
 		grep -qE '^unwind check: 0 of [0-9]+ samples differ' $label.info
 	check "$label: >= $fast% of frames stepped by cached rules" \
-		awk -v f="$fast" '$1 == "unwinder:" { v = $2 + 0; exit !(v >= f) }' $label.info
+		has $label.info '$1 == "unwinder:"' "\$2 + 0 >= $fast"
 }
 
 checked chain 800 90 -- "$BIN/chain" 1
@@ -57,5 +57,5 @@ fi
 check "--unwind libunwind: exits 0" [ $? -eq 0 ]
 "$SP" info lu.prof >lu.info
 check "--unwind libunwind: every frame by libunwind" grep -q 'unwinder: .* 0.0% of frames stepped by cached CFI rules, 100.0% by libunwind' lu.info
-check "--unwind libunwind: >= 99% rooted" awk '/^thread root:/ { v = $3 + 0; exit !(v >= 99) }' lu.info
+check "--unwind libunwind: >= 99% rooted" has lu.info '/^thread root:/' '$3 + 0 >= 99'
 finish

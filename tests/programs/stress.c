@@ -18,6 +18,9 @@
  *              effective uid and gid and its groups 200 times; glibc runs
  *              each change on every thread, stackprof's among them; exits
  *              0 when every call succeeded, 77 when not root
+ *   badcfi     spin 0.5 s of CPU in code whose CFI says its frame is 1 MiB
+ *              tall: a sample there cannot be unwound, and must be counted
+ *              as an unwind error rather than followed off the stack
  *   errno      check errno survives samples
  *   segv|abort|thread_exit|sleep   crash, abort, _exit(3) from a thread, sleep
  *   exit N     work, then exit with status N
@@ -189,6 +192,22 @@ static int setxid_mode(void)
 	return bad;
 }
 
+/* Spins with a CFA rule of rsp + 1 MiB: off the top of any thread's stack. */
+__attribute__((noinline)) static void bad_cfi_spin(void)
+{
+	double end = cpu_seconds() + 0.5;
+	while (cpu_seconds() < end) {
+		long n = 2000000;
+		__asm__ volatile(".cfi_remember_state\n\t"
+				 ".cfi_def_cfa_offset 1048576\n"
+				 "1:\n\t"
+				 "dec %0\n\t"
+				 "jnz 1b\n\t"
+				 ".cfi_restore_state"
+				 : "+r"(n));
+	}
+}
+
 static int run_threads(void *(*fn)(void *), int n)
 {
 	pthread_t t[16];
@@ -284,6 +303,10 @@ int main(int argc, char **argv)
 		setitimer(ITIMER_PROF, &it, NULL);
 		printf("ownprof: %d ticks\n", (int)own_ticks);
 		return own_ticks >= 10 ? 0 : 1;
+	}
+	if (!strcmp(mode, "badcfi")) {
+		bad_cfi_spin();
+		return 0;
 	}
 	if (!strcmp(mode, "setxid"))
 		return setxid_mode();

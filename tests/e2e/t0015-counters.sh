@@ -1,0 +1,38 @@
+#!/bin/bash
+# What stackprof could not record is counted, and shown by `stackprof info`
+# and in `stackprof run`'s summary, never silently lost:
+#   drops         a thread's ring was full (the smallest ring, the deepest
+#                 reservations and 20 kHz fill it between two drains)
+#   unwind errors a frame whose CFI points off the stack (stress badcfi)
+# Truncated stacks are t0004's. A sample that is not dropped unwinds cleanly:
+# both counts stay 0 on an ordinary run.
+. "$(dirname "$0")/lib.sh"
+
+# 20 kHz needs a timer above the kernel tick: perf_event where the kernel
+# allows it, else the sampler thread, which needs nothing
+timer=auto
+"$SP" run --no-summary -F 20000 -o probe.prof -- "$BIN/stress" exit 0
+"$SP" info --no-symbols probe.prof | grep -q '^timer: *perf-' || timer=thread
+
+STACKPROF_RING_KB=64 "$SP" run -F 20000 --timer $timer --max-depth 4096 -o drops.prof -- \
+	"$BIN/stress" exit 0 2>drops.err
+check "a full ring: the program still exits 0" [ $? -eq 0 ]
+"$SP" info --no-symbols drops.prof >drops.info
+check "drops are counted in the profile" has drops.info '/^drops:/' '$2 > 0'
+check "and shown in the run summary" has drops.err '/^stackprof: drops/' '$3 + 0 > 0'
+check "the samples kept still read" has drops.info '/^samples:/' '$2 > 100'
+
+"$SP" run -F 1000 -o badcfi.prof -- "$BIN/stress" badcfi 2>badcfi.err
+check "a frame that cannot be unwound: the program still exits 0" [ $? -eq 0 ]
+"$SP" info --no-symbols badcfi.prof >badcfi.info
+check "unwind errors are counted (most of 0.5 s in that frame)" \
+	has badcfi.info '/^unwind errs:/' '$3 + 0 > 50'
+check "and shown in the run summary" has badcfi.err '/^stackprof: drops/' '$6 + 0 > 50'
+"$SP" collapse --frame func badcfi.prof >badcfi.folded
+check "the sample keeps its leaf frame" grep -q '^bad_cfi_spin ' badcfi.folded
+
+"$SP" run -F 1000 -o clean.prof -- "$BIN/stress" exit 0 2>clean.err
+"$SP" info --no-symbols clean.prof >clean.info
+check "an ordinary run: no drops" has clean.info '/^drops:/' '$2 == 0'
+check "an ordinary run: no unwind errors" has clean.info '/^unwind errs:/' '$3 == 0'
+finish
