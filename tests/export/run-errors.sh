@@ -34,7 +34,7 @@ expect() {
 	fi
 }
 
-for cmd in "collapse" "table" "top" "flamegraph" "export --format pprof" \
+for cmd in "info" "collapse" "table" "top" "flamegraph" "export --format pprof" \
 	"export --format chrome" "export --format speedscope"; do
 	# shellcheck disable=SC2086
 	expect 1 "^stackprof: .*$TMP/missing.prof" $cmd "$TMP/missing.prof"
@@ -55,6 +55,7 @@ for cmd in "collapse" "table" "top" "flamegraph" "export --format pprof" \
 done
 expect 1 "missing.prof" diff "$FIX/base.prof" "$TMP/missing.prof"
 expect 1 "junk.prof" diff "$FIX/junk.prof" "$FIX/base.prof"
+expect 1 "^stackprof: warning: .*truncated.prof" diff "$FIX/base.prof" "$FIX/truncated.prof"
 expect 2 "expected BASE and NEW" diff "$FIX/base.prof"
 expect 2 "" diff --help-me "$FIX/base.prof" "$FIX/new.prof"
 expect 2 "--metric" collapse --metric ms "$FIX/base.prof"

@@ -51,10 +51,9 @@ static char sp_fuzz_path[96];
 static volatile uint64_t sp_fuzz_sink;
 static bool sp_fuzz_verbose; /* SP_FUZZ_VERBOSE=1: print every lookup */
 /*
- * sp_symbolizer_is_outermost leaks a Dwarf_CFI per call (module.c calls
- * dwarf_getcfi_elf and never dwarf_cfi_end: tests/fuzz/crashes/README.md),
- * so every input would fail on it. Off by default until that is fixed,
- * SP_FUZZ_OUTERMOST=1 turns it on; then make the default 1.
+ * sp_symbolizer_is_outermost (the thread-root test from .eh_frame) is
+ * fuzzed too. It once leaked a Dwarf_CFI per call, which LeakSanitizer
+ * reported on every input; SP_FUZZ_OUTERMOST=0 leaves it out.
  */
 #define SP_FUZZ_OUTERMOST_DEFAULT 1
 static bool sp_fuzz_outermost;
