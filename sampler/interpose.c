@@ -16,8 +16,8 @@
 #include "timer.h"
 
 #include <dlfcn.h>
-#include <grp.h>
 #include <errno.h>
+#include <grp.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -279,8 +279,9 @@ static _Atomic pid_t sp_park_owner;
 
 static bool sp_park(void)
 {
-	/* not set up, or a vfork child, which must not touch our threads */
-	if (!atomic_load(&sp_g.enabled) || getpid() != sp_g.pid)
+	/* not set up, shutting down (exit stops the threads itself), or a
+	 * vfork child, which must not touch our threads */
+	if (!atomic_load(&sp_g.enabled) || atomic_load(&sp_g.stopping) || getpid() != sp_g.pid)
 		return false;
 	pid_t me = sp_gettid();
 	if (pthread_mutex_trylock(&sp_park_lock) != 0) {
