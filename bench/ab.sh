@@ -14,8 +14,9 @@
 # The "timer alone" rows are the floor: no profiler that samples at that
 # rate with that mechanism can cost less on this machine.
 #
-# usage: bench/ab.sh [BUILD_DIR] [-r ROUNDS] [-t THREADS] [-n PASSES] [--quick]
+# usage: bench/ab.sh [BUILD_DIR] [-r ROUNDS] [-b BATCH] [-t THREADS] [-n PASSES] [--quick]
 #   -r ROUNDS   runs per row (default 5); the table shows the median run
+#   -b BATCH    resnet18 --batch (default 1; at 8 a pass takes ~0.5-1 s)
 #   -t THREADS  resnet18 --threads (default 1; the timer-alone rows need 1)
 #   -n PASSES   timed passes per run (default 100: 50 pairs)
 #   --quick     -r 2 -n 40
@@ -23,10 +24,11 @@ set -u
 . "$(dirname "$0")/lib.sh"
 cmdline=$(bench_cmdline "$0" "$@")
 
-build="" rounds=5 threads=1 passes=100
+build="" rounds=5 batch=1 threads=1 passes=100
 while [ $# -gt 0 ]; do
 	case $1 in
 	-r) rounds=${2:?}; shift 2 ;;
+	-b) batch=${2:?}; shift 2 ;;
 	-t) threads=${2:?}; shift 2 ;;
 	-n) passes=${2:?}; shift 2 ;;
 	--quick) rounds=2 passes=40; shift ;;
@@ -55,7 +57,7 @@ one() {
 		;;
 	empty-*) pre=(env LD_PRELOAD="$T/empty_timer.so" EMPTY_KIND="${row#empty-}" EMPTY_HZ=1000) ;;
 	esac
-	"${pre[@]}" "$RN" --batch 1 --threads "$threads" --iters "$passes" --warmup 2 --profile-ab 2>&1 |
+	"${pre[@]}" "$RN" --batch "$batch" --threads "$threads" --iters "$passes" --warmup 2 --profile-ab 2>&1 |
 		sed -n 's/.*sampling on \([0-9.]*\) ms, off \([0-9.]*\) ms (medians), ratio \([0-9.]*\).*/\1 \2 \3/p'
 }
 
@@ -75,7 +77,7 @@ label() {
 	esac
 }
 echo
-echo "Sampling cost inside one resnet18 process (--profile-ab, batch 1, --threads $threads, $passes passes a run)"
+echo "Sampling cost inside one resnet18 process (--profile-ab, batch $batch, --threads $threads, $passes passes a run)"
 bench_machine
 printf '%-28s %9s %9s %8s %17s\n' "row" "on ms" "off ms" "ratio" "(runs: min-max)"
 for row in "${rows[@]}"; do
