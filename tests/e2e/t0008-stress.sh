@@ -29,7 +29,7 @@ for round in 1 2 3; do
 	check "round $round: target uses SIGTRAP itself (its own 200 raise() and 200 int3 only)" [ $? -eq 0 ]
 	if [ "$(id -u)" = 0 ]; then
 		run sx$round.prof -- "$BIN/stress" setxid
-		check "round $round: 1,000 uid/gid/groups changes while 4 threads are sampled" [ $? -eq 0 ]
+		check "round $round: 1,400 uid/gid/groups changes while 4 threads are sampled" [ $? -eq 0 ]
 	fi
 done
 

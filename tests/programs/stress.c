@@ -15,7 +15,7 @@
  *   trapdfl    work, then raise(SIGTRAP) with the default action: dies of
  *              SIGTRAP
  *   setxid     4 threads work while the main thread (root) changes its
- *              effective uid and gid and its groups 200 times; glibc runs
+ *              effective uid and gid and its groups (1,400 calls); glibc runs
  *              each change on every thread, stackprof's among them; exits
  *              0 when every call succeeded, 77 when not root
  *   badcfi     spin 0.5 s of CPU in code whose CFI says its frame is 1 MiB
