@@ -66,8 +66,8 @@ struct sp_wstate {
 	struct sp_prof_stats retired;
 	uint64_t samples, weight_ns;
 	uint64_t last_flush_ns;
-	bool stop, exec_flush, parked;
-	pid_t tid; /* the writer thread's */
+	bool stop, exec_flush; /* stop: the writer thread was told to end (parked) */
+	pid_t tid;	       /* the writer thread's */
 	bool flush_requested;
 	uint64_t flush_seq, flush_done;
 	int error;
@@ -646,15 +646,13 @@ void sp_writer_park(void)
 	pthread_mutex_unlock(&sp_g.lock);
 	sp_join_quiet(sp_g.writer, s->tid);
 	sp_g.writer_running = false;
-	s->parked = true;
 }
 
 void sp_writer_unpark(void)
 {
 	struct sp_wstate *s = sp_ws;
-	if (!s || !s->parked || atomic_load(&sp_g.stopping))
+	if (!s || !s->stop || atomic_load(&sp_g.stopping))
 		return;
-	s->parked = false;
 	pthread_mutex_lock(&sp_g.lock);
 	s->stop = false;
 	pthread_mutex_unlock(&sp_g.lock);

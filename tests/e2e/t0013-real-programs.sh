@@ -1,7 +1,8 @@
 #!/bin/bash
 # Programs nobody here wrote: xz (threads that start with every signal
-# blocked; 2 MiB blocks, so that both of its workers have work), gzip, sqlite3 and python3.11d (full DWARF). Each must give the
-# same output and exit status as without stackprof, and a profile whose
+# blocked; 2 MiB blocks, so that both of its workers have work), gzip,
+# sqlite3 and python3.11d (full DWARF). Each must give the same output and
+# exit status as without stackprof, and a profile whose
 # frames are named and reach a thread root. xz and sqlite3 run again at
 # 1 kHz, where `auto` takes the perf-sigtrap timer when the kernel allows it
 # (SIGTRAP instead of SIGPROF, shared with the program).
