@@ -3,7 +3,7 @@
 # bench/accuracy.sh - how close each profiler's per-function CPU split is to
 # the truth, on a program that measures its own split.
 #
-# The program is tests/programs/split.c (tests/bin/split in the build): two
+# The program is workloads/programs/split.c (tests/bin/split in the build): two
 # threads run split_a / split_b / split_c (each a call of the leaf `spin`) in
 # the proportion 5:3:2, thread split-3x doing three times the work of
 # split-1x; every call is timed with CLOCK_THREAD_CPUTIME_ID and the true

@@ -3,7 +3,7 @@
 # bench/overhead.sh - what profiling costs resnet18, as a ratio of profiled
 # to unprofiled time measured in the same benchmark run.
 #
-# resnet18 (tools/resnet18, built as BUILD_DIR/resnet18) runs `--batch B
+# resnet18 (workloads/resnet18, built as BUILD_DIR/resnet18) runs `--batch B
 # --iters N --threads 2` and prints "median X ms/iter". Each profiled
 # configuration is paired with an unprofiled run next to it (every round runs
 # every pair; the order inside a pair alternates between rounds, A B / B A),

@@ -8,7 +8,7 @@
 # - the same at 1 kHz, with the timer `auto` picks there.
 . "$(dirname "$0")/lib.sh"
 have_torch || skip "Debian's python3-torch and python3-torchvision are not installed"
-SCRIPT="$SP_SOURCE_DIR/tests/torch/resnet18_infer.py"
+SCRIPT="$SP_SOURCE_DIR/workloads/torch/resnet18_infer.py"
 
 # profiled LABEL TAG ITERS [stackprof run options...]: runs the script under
 # stackprof into TAG.prof/TAG.txt/TAG.info and checks it behaved exactly as

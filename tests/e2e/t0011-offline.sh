@@ -4,7 +4,7 @@
 # the one recorded is reported and not used (frames fall back to
 # module+offset instead of wrong names).
 . "$(dirname "$0")/lib.sh"
-SRC="$SP_SOURCE_DIR/tests/programs/chain.c"
+SRC="$SP_SOURCE_DIR/workloads/programs/chain.c"
 command -v cc >/dev/null || skip "no C compiler"
 
 cc -g -O1 -fno-optimize-sibling-calls -Wl,--build-id=sha1 -o chain "$SRC"

@@ -47,7 +47,7 @@ if command -v xz >/dev/null; then
 	checked xz 1000 95 -- xz -T2 -6 -c data.txt
 fi
 if have_torch; then
-	checked torch 1000 95 -- "$TORCH_PY" "$SP_SOURCE_DIR/tests/torch/resnet18_infer.py" \
+	checked torch 1000 95 -- "$TORCH_PY" "$SP_SOURCE_DIR/workloads/torch/resnet18_infer.py" \
 		--iters 1 --threads 2
 	check "torch: a C++ exception still reaches Python" grep -q 'IndexError: ok' torch.out
 fi
