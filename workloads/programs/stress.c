@@ -316,6 +316,9 @@ int main(int argc, char **argv)
 			errno = 12345;
 			for (volatile long i = 0; i < 200000; i++)
 				;
+			/* errno is memory the handler may write: without this the
+			 * compiler, seeing no call since the store, folds the check */
+			__asm__ volatile("" ::: "memory");
 			if (errno != 12345) {
 				fprintf(stderr, "stress errno: errno changed to %d\n", errno);
 				return 1;
