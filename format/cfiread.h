@@ -18,6 +18,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The sampler marks what its signal handler may call (sampler/sigsafe.h):
+ * everything here is. */
+#ifndef SP_SIGSAFE
+#define SP_SIGSAFE
+#endif
+
 struct sp_cfiread {
 	const uint8_t *p;   /* next byte */
 	const uint8_t *end; /* first byte that may not be read */
@@ -35,11 +41,11 @@ static inline struct sp_cfiread sp_cfiread_at(const uint8_t *p, const uint8_t *e
 	return c;
 }
 
-uint64_t sp_cfiread_uleb(struct sp_cfiread *c);
-int64_t sp_cfiread_sleb(struct sp_cfiread *c);
+SP_SIGSAFE uint64_t sp_cfiread_uleb(struct sp_cfiread *c);
+SP_SIGSAFE int64_t sp_cfiread_sleb(struct sp_cfiread *c);
 
 /* An n-byte number (n <= 8), sign-extended if is_signed. */
-uint64_t sp_cfiread_fixed(struct sp_cfiread *c, unsigned n, bool is_signed);
+SP_SIGSAFE uint64_t sp_cfiread_fixed(struct sp_cfiread *c, unsigned n, bool is_signed);
 
 /*
  * A pointer in encoding enc (DW_EH_PE_*). With apply, pc-relative and
@@ -48,7 +54,7 @@ uint64_t sp_cfiread_fixed(struct sp_cfiread *c, unsigned n, bool is_signed);
  * encodings are not supported (GCC and LLVM use none of them here) and set
  * bad; DW_EH_PE_omit reads nothing and returns 0.
  */
-uint64_t sp_cfiread_ptr(struct sp_cfiread *c, uint8_t enc, bool apply);
+SP_SIGSAFE uint64_t sp_cfiread_ptr(struct sp_cfiread *c, uint8_t enc, bool apply);
 
 /* What a CIE's augmentation says about the FDEs that use it. */
 struct sp_cie_aug {
@@ -62,7 +68,7 @@ struct sp_cie_aug {
  * after the 'z' length). Returns 0, or -1 for an augmentation whose data
  * length can't be known (then *out holds what was read before it).
  */
-int sp_cfiread_aug(const char *aug, const uint8_t *data, size_t len, unsigned ptr_size,
-		   struct sp_cie_aug *out);
+SP_SIGSAFE int sp_cfiread_aug(const char *aug, const uint8_t *data, size_t len, unsigned ptr_size,
+			      struct sp_cie_aug *out);
 
 #endif

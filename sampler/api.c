@@ -2,8 +2,12 @@
  * api.c - the public C API (stackprof.h): start/stop/flush, named ranges and
  * the step schedule. Only stackprof_* symbols leave this library.
  */
+#include "api.h"
 #include "sampler.h"
+#include "signals.h"
 #include "stackprof.h"
+#include "timer.h"
+#include "writer.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -53,8 +57,6 @@ out:
 	return id;
 }
 
-/* For the writer: copies up to max range nodes from index `from`. Names stay valid forever. */
-uint32_t sp_ranges_snapshot(uint32_t from, uint32_t *parent, const char **name, uint32_t max);
 uint32_t sp_ranges_snapshot(uint32_t from, uint32_t *parent, const char **name, uint32_t max)
 {
 	uint32_t n = 0;
@@ -80,11 +82,12 @@ static bool sp_sched_active(const struct sp_schedule *s, long step)
 
 /*
  * Sampling off stops the timers too, so a stopped profiler costs the
- * program nothing but its presence: no signals, no handler.
+ * program nothing but its presence: no signals, no handler. Called with
+ * sp_sched_lock held.
  */
 static void sp_sampling_update(void)
 {
-	bool on = sp_user_on && sp_sched_active(&sp_sched, sp_step_no);
+	bool on = sp_user_on && sp_sched_active(&sp_sched, sp_step_no) && !sp_stepped_aside();
 	bool was = atomic_exchange(&sp_g.sampling, on);
 	if (was == on || !atomic_load(&sp_g.enabled) || atomic_load(&sp_g.stopping) ||
 	    sp_stepped_aside())
@@ -109,7 +112,13 @@ void sp_api_atfork(int phase)
 	}
 }
 
-/* Called once by the constructor with the configuration. */
+void sp_api_resync(void)
+{
+	pthread_mutex_lock(&sp_sched_lock);
+	sp_sampling_update();
+	pthread_mutex_unlock(&sp_sched_lock);
+}
+
 void sp_api_init(void)
 {
 	pthread_mutex_lock(&sp_sched_lock);

@@ -1,4 +1,5 @@
 #include "cfi.h"
+#include "sigsafe.h"
 #include "cfiread.h"
 
 #include <dwarf.h>
@@ -128,8 +129,8 @@ static void sp_restore_reg(struct sp_cfa_state *s, const struct sp_cfa_state *in
  * (for DW_CFA_restore), NULL while running those. False on anything this
  * reader does not take.
  */
-static bool sp_cfa_run(struct sp_cfa_prog *g, struct sp_cfa_state *s,
-		       const struct sp_cfa_state *init, uint64_t *loc, uint64_t target)
+SP_SIGSAFE static bool sp_cfa_run(struct sp_cfa_prog *g, struct sp_cfa_state *s,
+				  const struct sp_cfa_state *init, uint64_t *loc, uint64_t target)
 {
 	struct sp_cfa_state stack[SP_CFI_STATES];
 	unsigned depth = 0;
@@ -329,8 +330,8 @@ static uintptr_t sp_fde_lookup(const struct sp_cfi_table *t, uintptr_t addr)
 }
 
 /* An entry's length field: [*body, *end) is what follows it. */
-static bool sp_entry(const struct sp_cfi_table *t, uintptr_t at, const uint8_t **body,
-		     const uint8_t **end)
+SP_SIGSAFE static bool sp_entry(const struct sp_cfi_table *t, uintptr_t at, const uint8_t **body,
+				const uint8_t **end)
 {
 	if (at < t->lo || at >= t->hi)
 		return false;

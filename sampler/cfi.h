@@ -23,6 +23,7 @@
 #ifndef SP_SAMPLER_CFI_H
 #define SP_SAMPLER_CFI_H
 
+#include "sigsafe.h"
 #include <link.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -75,10 +76,11 @@ void sp_cfi_table_init(const struct dl_phdr_info *info, struct sp_cfi_table *t);
  * returns out->kind: SP_CFI_SLOW when no FDE covers addr or the FDE can't be
  * reduced to a rule. Signal-safe.
  */
-enum sp_cfi_kind sp_cfi_find(const struct sp_cfi_table *t, uintptr_t addr, struct sp_cfi_rule *out);
+SP_SIGSAFE enum sp_cfi_kind sp_cfi_find(const struct sp_cfi_table *t, uintptr_t addr,
+					struct sp_cfi_rule *out);
 
 /* A rule in 64 bits and back (never 0: kind is in the low bits). Signal-safe. */
-uint64_t sp_cfi_pack(const struct sp_cfi_rule *r);
-void sp_cfi_unpack(uint64_t v, struct sp_cfi_rule *r);
+SP_SIGSAFE uint64_t sp_cfi_pack(const struct sp_cfi_rule *r);
+SP_SIGSAFE void sp_cfi_unpack(uint64_t v, struct sp_cfi_rule *r);
 
 #endif

@@ -1,5 +1,6 @@
 #include "config.h"
 #include "sampler.h"
+#include "sys.h"
 
 #include <errno.h>
 #include <stdio.h>

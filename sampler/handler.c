@@ -2,6 +2,9 @@
 #include "modules.h"
 #include "profile.h"
 #include "sampler.h"
+#include "sigsafe.h"
+#include "sigtrap.h"
+#include "sys.h"
 #include "timer.h"
 #include "unwind.h"
 
@@ -21,7 +24,7 @@
  * depends on the guess before it), so only the frames up to the first
  * such frame must be equal, and as many of them.
  */
-static bool sp_stacks_differ(const uint64_t *a, size_t na, const uint64_t *b, size_t nb)
+SP_SIGSAFE static bool sp_stacks_differ(const uint64_t *a, size_t na, const uint64_t *b, size_t nb)
 {
 	size_t i = 0;
 	for (; i < na && i < nb; i++) {

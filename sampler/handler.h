@@ -10,6 +10,7 @@
 #ifndef SP_SAMPLER_HANDLER_H
 #define SP_SAMPLER_HANDLER_H
 
+#include "sigsafe.h"
 #include <signal.h>
 
 /* Ring entry layout, in 64-bit words: time, weight, range, then the PCs. */
@@ -19,6 +20,6 @@
 #define SP_ENTRY_PCS	3
 
 /* The handler itself. Installed with SA_SIGINFO | SA_RESTART. */
-void sp_handler(int sig, siginfo_t *si, void *uc);
+SP_SIGSAFE void sp_handler(int sig, siginfo_t *si, void *uc);
 
 #endif

@@ -1,19 +1,18 @@
 /*
- * interpose.c - the libc functions this library replaces: dlclose, the exec
- * family, sigaction/signal for SIGPROF, the calls that want the program's
- * threads only (uid/gid changes, unshare, setns), and the fork hooks.
- * pthread_create is in thread.c, dl_iterate_phdr in modules.c.
- *
- * dlopen is deliberately NOT interposed: glibc resolves a bare library name
- * against the RUNPATH of dlopen's caller, found from its return address, and
- * a wrapper would make that caller us. New modules are picked up instead by
- * the writer, which polls glibc's load counter every drain (20 ms).
+ * interpose.c - the libc functions this library replaces around the
+ * program's life: the exec family, dlclose, and the calls that want the
+ * program's threads only (uid/gid changes, unshare, setns). The signal
+ * interposers are in signals.c, pthread_create in thread.c,
+ * dl_iterate_phdr in modules.c (interpose.h).
  */
-#include "handler.h"
+#include "interpose.h"
 #include "modules.h"
 #include "sampler.h"
-#include "ticker.h"
+#include "signals.h"
+#include "sigtrap.h"
+#include "sys.h"
 #include "timer.h"
+#include "writer.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -36,32 +35,6 @@ void *sp_real_sym(const char *name)
 void *sp_real_dlopen(const char *file, int mode)
 {
 	return SP_REAL(dlopen)(file, mode);
-}
-
-/* ---- timers across exec ------------------------------------------------- */
-
-void sp_timers_pause_all(void)
-{
-	uint32_t n = atomic_load(&sp_g.n_slots);
-	for (uint32_t i = 0; i < n; i++) {
-		struct sp_thread *t = &sp_g.threads[i];
-		if (atomic_load(&t->state) == SP_SLOT_LIVE)
-			sp_g.timer->pause(t);
-	}
-	if (!sp_g.timer->per_thread)
-		sp_timer_stop_itimer();
-}
-
-void sp_timers_resume_all(void)
-{
-	uint32_t n = atomic_load(&sp_g.n_slots);
-	for (uint32_t i = 0; i < n; i++) {
-		struct sp_thread *t = &sp_g.threads[i];
-		if (atomic_load(&t->state) == SP_SLOT_LIVE)
-			sp_g.timer->resume(t, sp_g.period_ns);
-	}
-	if (!sp_g.timer->per_thread)
-		sp_timer_start_itimer(sp_g.period_ns);
 }
 
 /*
@@ -313,6 +286,18 @@ static void sp_unpark(void)
 	pthread_mutex_unlock(&sp_park_lock);
 }
 
+void sp_park_atfork(int phase)
+{
+	if (phase == 0) {
+		pthread_mutex_lock(&sp_park_lock);
+	} else if (phase == 1) {
+		pthread_mutex_unlock(&sp_park_lock);
+	} else {
+		pthread_mutex_init(&sp_park_lock, NULL);
+		sp_parked = 0; /* the child starts threads of its own */
+	}
+}
+
 #define SP_PARKED_CALL(name, params, args)                                                         \
 	SP_EXPORT int name params                                                                  \
 	{                                                                                          \
@@ -336,176 +321,3 @@ SP_PARKED_CALL(setresgid, (gid_t r, gid_t e, gid_t s), (r, e, s))
 SP_PARKED_CALL(setgroups, (size_t n, const gid_t *groups), (n, groups))
 SP_PARKED_CALL(unshare, (int flags), (flags))
 SP_PARKED_CALL(setns, (int fd, int nstype), (fd, nstype))
-
-/* ---- the target's own SIGPROF ------------------------------------------- */
-
-static _Atomic bool sp_stepped_aside_flag;
-
-bool sp_stepped_aside(void)
-{
-	return atomic_load(&sp_stepped_aside_flag);
-}
-
-/* The target installs its own SIGPROF handler: stop sampling, let it have the signal. */
-static void sp_step_aside(void)
-{
-	if (atomic_exchange(&sp_stepped_aside_flag, true) || !atomic_load(&sp_g.enabled))
-		return;
-	atomic_store(&sp_g.sampling, false);
-	sp_timers_pause_all();
-	sp_log("the program installs its own SIGPROF handler; stackprof steps aside and "
-	       "stops sampling (the profile keeps what came before)");
-	sp_writer_flush_now();
-}
-
-static bool sp_is_ours(const struct sigaction *act)
-{
-	return (act->sa_flags & SA_SIGINFO) && act->sa_sigaction == sp_handler;
-}
-
-/* SIGPROF is ours only while a SIGPROF timer runs; SIGTRAP is shared (sigtrap.c). */
-static bool sp_prof_is_ours(void)
-{
-	return atomic_load(&sp_g.enabled) && sp_g.timer && sp_g.timer->signo == SIGPROF;
-}
-
-SP_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
-{
-	if (sig == SIGTRAP && sp_trap_shared())
-		return sp_trap_sigaction(act, old);
-	if (sig == SIGPROF && act && sp_prof_is_ours() && !sp_is_ours(act))
-		sp_step_aside();
-	return SP_REAL(sigaction)(sig, act, old);
-}
-
-SP_EXPORT sighandler_t signal(int sig, sighandler_t handler)
-{
-	if (sig == SIGTRAP && sp_trap_shared()) {
-		/* glibc's signal(): BSD semantics */
-		struct sigaction sa, old;
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = handler;
-		sa.sa_flags = SA_RESTART;
-		sigaddset(&sa.sa_mask, SIGTRAP);
-		sp_trap_sigaction(&sa, &old);
-		return old.sa_handler;
-	}
-	if (sig == SIGPROF && sp_prof_is_ours())
-		sp_step_aside();
-	return SP_REAL(signal)(sig, handler);
-}
-
-/*
- * libunwind brackets every table lookup and every internal lock with two
- * sigprocmask() calls: ~6 system calls per frame, 190 us a sample on a
- * 80-frame torch stack. Our handler already runs with every signal blocked
- * (its sa_mask), so inside it those calls change nothing and are answered
- * here without entering the kernel.
- */
-SP_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
-{
-	if (sp_in_unwind) {
-		if (old)
-			sigfillset(old);
-		return 0;
-	}
-	static int (*real)(int, const sigset_t *, sigset_t *);
-	if (!real)
-		real = SP_REAL(sigprocmask);
-	return real(how, set, old);
-}
-
-int sp_handler_install(void)
-{
-	if (sp_g.timer->signo == SIGTRAP)
-		return sp_trap_install(sp_handler);
-	struct sigaction sa, old;
-	memset(&sa, 0, sizeof(sa));
-	if (SP_REAL(sigaction)(SIGPROF, NULL, &old) == 0 && old.sa_handler != SIG_DFL &&
-	    old.sa_handler != SIG_IGN)
-		return -EBUSY;
-	sa.sa_sigaction = sp_handler;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	/* every signal waits the few microseconds the handler takes: no other
-	 * handler can interrupt us inside libunwind's locks */
-	sigfillset(&sa.sa_mask);
-	return SP_REAL(sigaction)(SIGPROF, &sa, NULL) < 0 ? -errno : 0;
-}
-
-/* ---- fork ------------------------------------------------------------------ */
-
-/*
- * Every lock of ours is taken before fork (in the writer's order: sp_g.lock,
- * modules, ranges, schedule), so that no data they guard is half-written in
- * the child. The child re-initializes them rather than unlocking: a condition
- * variable copied while the parent's writer waited on it still counts that
- * waiter, and a broadcast in the child would wait for it forever.
- */
-static void sp_fork_prepare(void)
-{
-	pthread_mutex_lock(&sp_park_lock);
-	pthread_mutex_lock(&sp_g.lock);
-	sp_modules_atfork(0);
-	sp_api_atfork(0);
-	sp_ticker_atfork(0);
-}
-
-static void sp_fork_parent(void)
-{
-	sp_ticker_atfork(1);
-	sp_api_atfork(1);
-	sp_modules_atfork(1);
-	pthread_mutex_unlock(&sp_g.lock);
-	pthread_mutex_unlock(&sp_park_lock);
-}
-
-/* The child profiles itself into its own file; the parent's threads are gone. */
-static void sp_fork_child(void)
-{
-	sp_ticker_atfork(2);
-	sp_api_atfork(2);
-	sp_modules_atfork(2);
-	pthread_mutex_init(&sp_g.lock, NULL);
-	pthread_cond_init(&sp_g.wake, NULL);
-	pthread_mutex_init(&sp_park_lock, NULL);
-	sp_parked = 0; /* the child starts threads of its own */
-	if (!atomic_load(&sp_g.enabled))
-		return;
-	struct sp_thread *self = sp_self;
-	uint32_t n = atomic_load(&sp_g.n_slots);
-	for (uint32_t i = 0; i < n; i++) {
-		struct sp_thread *t = &sp_g.threads[i];
-		if (t == self)
-			continue;
-		sp_ring_release(&t->ring);
-		atomic_store(&t->state, SP_SLOT_FREE);
-	}
-	atomic_store(&sp_g.inflight, 0);
-	sp_writer_forget();
-	sp_g.pid = getpid();
-	sp_g.start_mono_ns = sp_now_ns();
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	sp_g.start_real_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	if (self) {
-		/* POSIX timers are not inherited, so there is nothing to delete;
-		 * a perf fd is, and still counts the parent: close it */
-		self->armed = self->perf_fd >= 0;
-		sp_g.timer->disarm(self);
-		sp_self = NULL;
-		sp_ring_release(&self->ring);
-		atomic_store(&self->state, SP_SLOT_FREE);
-	}
-	if (sp_writer_start() < 0) {
-		atomic_store(&sp_g.enabled, false);
-		return;
-	}
-	if (sp_g.timer->start)
-		sp_g.timer->start(sp_g.period_ns);
-	sp_thread_attach();
-}
-
-int sp_fork_init(void)
-{
-	return -pthread_atfork(sp_fork_prepare, sp_fork_parent, sp_fork_child);
-}

@@ -5,15 +5,18 @@
  * table, module snapshot, libunwind, the writer) exists before the first
  * timer is armed, and the handler is installed before that too.
  */
+#include "api.h"
+#include "fork.h"
 #include "modules.h"
 #include "sampler.h"
+#include "signals.h"
+#include "sys.h"
+#include "thread.h"
 #include "timer.h"
 #include "unwind.h"
+#include "writer.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
@@ -26,59 +29,6 @@ struct sp_state sp_g = {
 };
 
 __thread volatile int sp_in_unwind SP_TLS;
-
-uint64_t sp_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t sp_thread_cpu_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-pid_t sp_gettid(void)
-{
-	return (pid_t)syscall(SYS_gettid);
-}
-
-ssize_t sp_read_small(const char *path, char *buf, size_t size)
-{
-	buf[0] = '\0';
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, buf, size - 1);
-	close(fd);
-	if (n < 0)
-		return -1;
-	buf[n] = '\0';
-	return n;
-}
-
-void sp_log(const char *fmt, ...)
-{
-	if (sp_g.cfg.quiet)
-		return;
-	char buf[1024];
-	int n = snprintf(buf, sizeof(buf), "stackprof[%d]: ", (int)getpid());
-	va_list ap;
-	va_start(ap, fmt);
-	int m = vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
-	va_end(ap);
-	if (m < 0)
-		return;
-	n += m;
-	if (n > (int)sizeof(buf) - 2)
-		n = (int)sizeof(buf) - 2;
-	buf[n++] = '\n';
-	ssize_t r = write(STDERR_FILENO, buf, (size_t)n);
-	(void)r;
-}
 
 __attribute__((constructor)) static void sp_init(void)
 {

@@ -1,6 +1,8 @@
+#include "sigsafe.h"
 #include "modules.h"
 #include "rulecache.h"
 #include "sampler.h"
+#include "sys.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -285,7 +287,7 @@ void sp_modules_leave(void)
 }
 
 /* The executable segment holding addr, or NULL. Signal-safe. */
-static const struct sp_xrange *sp_find_text(const struct sp_modsnap *s, uintptr_t addr)
+SP_SIGSAFE static const struct sp_xrange *sp_find_text(const struct sp_modsnap *s, uintptr_t addr)
 {
 	size_t lo = 0, hi = s->n_x;
 	while (lo < hi) {
@@ -325,9 +327,9 @@ const struct sp_mod *sp_modsnap_text(const struct sp_modsnap *s, uintptr_t addr)
  * each frame. If the first word is not a text address, every module is
  * offered, as glibc would.
  */
-__attribute__((visibility("hidden"))) int
+SP_SIGSAFE __attribute__((visibility("hidden"))) int
 sp_iterate_snapshot(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data);
-__attribute__((visibility("hidden"))) int
+SP_SIGSAFE __attribute__((visibility("hidden"))) int
 sp_iterate_snapshot(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
 {
 	struct sp_modsnap *s = atomic_load(&sp_snap);

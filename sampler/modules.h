@@ -14,6 +14,7 @@
 #ifndef SP_SAMPLER_MODULES_H
 #define SP_SAMPLER_MODULES_H
 
+#include "sigsafe.h"
 #include "cfi.h"
 
 #include <link.h>
@@ -75,15 +76,15 @@ size_t sp_module_build_id(const struct sp_mod *m, uint8_t *out, size_t cap);
  * handler's stack scan. Signal-safe; call only between
  * sp_modules_enter()/sp_modules_leave().
  */
-bool sp_modules_is_text(uintptr_t addr);
+SP_SIGSAFE bool sp_modules_is_text(uintptr_t addr);
 
 /*
  * The current snapshot, for the handler to hold through one sample, and the
  * module whose executable segment holds addr in it (NULL if none).
  * Signal-safe; only between sp_modules_enter()/sp_modules_leave().
  */
-const struct sp_modsnap *sp_modules_current(void);
-const struct sp_mod *sp_modsnap_text(const struct sp_modsnap *s, uintptr_t addr);
+SP_SIGSAFE const struct sp_modsnap *sp_modules_current(void);
+SP_SIGSAFE const struct sp_mod *sp_modsnap_text(const struct sp_modsnap *s, uintptr_t addr);
 
 /*
  * Brackets the handler's use of the snapshot and of the modules' unwind
@@ -91,8 +92,8 @@ const struct sp_mod *sp_modsnap_text(const struct sp_modsnap *s, uintptr_t addr)
  * way: the module being closed may be unmapped at any moment, so the sample
  * is skipped. Signal-safe.
  */
-bool sp_modules_enter(void);
-void sp_modules_leave(void);
+SP_SIGSAFE bool sp_modules_enter(void);
+SP_SIGSAFE void sp_modules_leave(void);
 
 /* Glibc's dl_iterate_phdr, for everyone but the handler. */
 int sp_real_dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data);

@@ -47,7 +47,7 @@ struct sp_pylayout {
 	enum sp_pyframe_kind kind;
 
 	/* _PyRuntimeState (the _PyRuntime symbol) */
-	uint32_t rt_tss_key;	 /* Py_tss_t autoTSSkey: {int _is_initialized; pthread_key_t _key;} */
+	uint32_t rt_tss_key; /* Py_tss_t autoTSSkey: {int _is_initialized; pthread_key_t _key;} */
 	uint32_t rt_interp_head; /* interpreters.head, a PyInterpreterState * */
 
 	/* PyInterpreterState */
@@ -72,22 +72,22 @@ struct sp_pylayout {
 	uint32_t fr_is_entry; /* 3.11: bool is_entry; 0 otherwise */
 
 	/* PyCodeObject */
-	uint32_t co_firstlineno; /* int */
-	uint32_t co_filename;	 /* str */
-	uint32_t co_name;	 /* str */
-	uint32_t co_qualname;	 /* str; 0 on 3.10, which has none */
-	uint32_t co_linetable;	 /* bytes: 3.10 line table, 3.11+ location table */
-	uint32_t co_code;	 /* 3.10: the co_code bytes object; 3.11+: 0 */
+	uint32_t co_firstlineno;   /* int */
+	uint32_t co_filename;	   /* str */
+	uint32_t co_name;	   /* str */
+	uint32_t co_qualname;	   /* str; 0 on 3.10, which has none */
+	uint32_t co_linetable;	   /* bytes: 3.10 line table, 3.11+ location table */
+	uint32_t co_code;	   /* 3.10: the co_code bytes object; 3.11+: 0 */
 	uint32_t co_code_adaptive; /* 3.11+: where the code units start, inside the object */
 
 	/* PyObject, str (PyASCIIObject / PyCompactUnicodeObject), bytes */
-	uint32_t ob_type;	    /* 8 */
-	uint32_t str_length;	    /* Py_ssize_t length */
-	uint32_t str_state;	    /* the state bit-field word */
-	uint32_t str_ascii_data;    /* sizeof(PyASCIIObject): compact ASCII data */
-	uint32_t str_compact_data;  /* sizeof(PyCompactUnicodeObject): other compact data */
-	uint32_t bytes_size;	    /* ob_size */
-	uint32_t bytes_data;	    /* ob_sval */
+	uint32_t ob_type;	   /* 8 */
+	uint32_t str_length;	   /* Py_ssize_t length */
+	uint32_t str_state;	   /* the state bit-field word */
+	uint32_t str_ascii_data;   /* sizeof(PyASCIIObject): compact ASCII data */
+	uint32_t str_compact_data; /* sizeof(PyCompactUnicodeObject): other compact data */
+	uint32_t bytes_size;	   /* ob_size */
+	uint32_t bytes_data;	   /* ob_sval */
 };
 
 /*

@@ -13,6 +13,7 @@
 #ifndef SP_SAMPLER_RING_H
 #define SP_SAMPLER_RING_H
 
+#include "sigsafe.h"
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -36,9 +37,9 @@ void sp_ring_release(struct sp_ring *r);
  * Reserves room for an entry of up to max_words payload words and returns a
  * pointer to the payload, or NULL if the ring can't hold it now. Signal-safe.
  */
-uint64_t *sp_ring_reserve(struct sp_ring *r, size_t max_words);
+SP_SIGSAFE uint64_t *sp_ring_reserve(struct sp_ring *r, size_t max_words);
 /* Publishes the reserved entry with its real payload length and flags. Signal-safe. */
-void sp_ring_commit(struct sp_ring *r, size_t words, uint32_t flags);
+SP_SIGSAFE void sp_ring_commit(struct sp_ring *r, size_t words, uint32_t flags);
 
 /*
  * Consumer: returns the next entry's payload (and length/flags), or NULL if

@@ -16,6 +16,7 @@
 #ifndef SP_SAMPLER_RULECACHE_H
 #define SP_SAMPLER_RULECACHE_H
 
+#include "sigsafe.h"
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -26,10 +27,10 @@ int sp_rulecache_init(void);
  * The packed rule (sp_cfi_pack) for code address addr in epoch, or 0 if
  * none is cached. Signal-safe, wait-free.
  */
-uint64_t sp_rulecache_get(uintptr_t addr, uint32_t epoch);
+SP_SIGSAFE uint64_t sp_rulecache_get(uintptr_t addr, uint32_t epoch);
 
 /* Caches rule (non-zero) for addr in epoch, if a slot is free. Signal-safe, lock-free. */
-void sp_rulecache_put(uintptr_t addr, uint32_t epoch, uint64_t rule);
+SP_SIGSAFE void sp_rulecache_put(uintptr_t addr, uint32_t epoch, uint64_t rule);
 
 /*
  * Tells the cache the epoch moved to epoch and no handler still uses an

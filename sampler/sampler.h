@@ -10,8 +10,9 @@
  * find them without locks. A slot moves FREE -> LIVE (its thread runs) ->
  * DEAD (the thread exited; the writer drains the ring, then frees the slot).
  *
- * Unless a declaration says "signal-safe", it is not: only handler.c and the
- * functions marked so may run in signal context.
+ * Each module has its own header (ring.h, unwind.h, thread.h, writer.h,
+ * timer.h, ...). Only the functions marked SP_SIGSAFE there may run in
+ * signal context; sigsafe.h lists every one the handler can reach.
  */
 #ifndef SP_SAMPLER_H
 #define SP_SAMPLER_H
@@ -113,86 +114,5 @@ extern __thread struct sp_thread *sp_self SP_TLS;
 
 /* Set while this thread's handler is inside libunwind: routes dl_iterate_phdr to the snapshot. */
 extern __thread volatile int sp_in_unwind SP_TLS;
-
-/* Pauses every live thread's timer (exec, shutdown, stepping aside), and resumes them. */
-void sp_timers_pause_all(void);
-void sp_timers_resume_all(void);
-/* Whether the program took SIGPROF over and stackprof stepped aside for good. */
-bool sp_stepped_aside(void);
-
-/* Monotonic time in ns. Signal-safe. */
-uint64_t sp_now_ns(void);
-
-/* The calling thread's CPU time in ns (a syscall). Signal-safe. */
-uint64_t sp_thread_cpu_ns(void);
-
-/* Kernel thread id. Signal-safe. */
-pid_t sp_gettid(void);
-
-/* Reads up to size-1 bytes of a small file (/proc) and NUL-terminates buf. Bytes read, or -1. */
-ssize_t sp_read_small(const char *path, char *buf, size_t size);
-
-/* Writes a diagnostic to stderr with write(2), unless quiet. Signal-safe when msg is constant. */
-void sp_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* --- thread.c ----------------------------------------------------------- */
-
-/* Claims a slot for the calling thread, sets sp_self and arms its timer. 0 or -errno. */
-int sp_thread_attach(void);
-/* Disarms the calling thread's timer and hands its slot to the writer. */
-void sp_thread_detach(void);
-/* Installs the TLS destructor that detaches exiting threads. */
-int sp_thread_init(void);
-/* Starts one of stackprof's own threads (writer, ticker): not profiled, and
- * with every signal blocked, so the target's signals go to its own threads.
- * The mask is set through the attribute: the caller's is never touched. 0 or errno. */
-int sp_spawn_quiet(pthread_t *thread, void *(*fn)(void *), void *arg);
-/* Joins such a thread and waits until the kernel has removed its task too
- * (tid: its kernel thread id, 0 if unknown), so that the process is left
- * with the threads it had without it. */
-void sp_join_quiet(pthread_t thread, pid_t tid);
-
-/* --- interpose.c --------------------------------------------------------- */
-
-/* The libc definition of a function this library interposes (dlsym RTLD_NEXT). */
-void *sp_real_sym(const char *name);
-#define SP_REAL(name) ((__typeof__(&name))sp_real_sym(#name))
-
-/* SIGTRAP shared with the program under the perf-sigtrap timer (sigtrap.c). */
-bool sp_trap_is_ours(const siginfo_t *si);
-bool sp_trap_shared(void);
-int sp_trap_install(void (*handler)(int, siginfo_t *, void *));
-int sp_trap_sigaction(const struct sigaction *act, struct sigaction *old);
-void sp_trap_forward(int sig, siginfo_t *si, void *uc);
-void sp_trap_before_exec(void);
-void sp_trap_after_failed_exec(void);
-
-/* Installs the handler for the timer's signal; -EBUSY if the target
- * already handles SIGPROF. */
-int sp_handler_install(void);
-/* Registers the fork hooks. 0 or -errno. */
-int sp_fork_init(void);
-/* api.c's fork hooks, as sp_modules_atfork(). */
-void sp_api_atfork(int phase);
-void sp_api_init(void);
-/* glibc's dlopen, for loading libunwind privately. */
-void *sp_real_dlopen(const char *file, int mode);
-
-/* --- writer.c ----------------------------------------------------------- */
-
-/* Opens the output file and starts the writer thread. 0 or -errno. */
-int sp_writer_start(void);
-/* Drains and flushes now; waits for it. */
-void sp_writer_flush_now(void);
-/* Drains and flushes with stats marked "exec": the profile reads as complete if exec succeeds. */
-void sp_writer_exec_flush(void);
-/* Drains everything, writes the final stats, closes the file, joins the thread. */
-void sp_writer_stop(bool final);
-/* Joins the writer thread, keeping the file and all state, and starts it
- * again. Samples wait in the rings meanwhile (a full ring drops them). */
-void sp_writer_park(void);
-void sp_writer_unpark(void);
-/* In a fork child: drops the parent's writer state without touching its file. */
-void sp_writer_forget(void);
 
 #endif

@@ -1,22 +1,14 @@
 /*
- * sigtrap.c - sharing SIGTRAP with the program while the perf-sigtrap timer
- * sends us SIGTRAP (TRAP_PERF) on every sample.
- *
- * The kernel's action for SIGTRAP stays our handler for the life of the
- * process. The program's own sigaction()/signal() calls for SIGTRAP are
- * answered from a copy kept here (libsigchain's idea): they read and set
- * what the program believes is installed. A SIGTRAP that is not ours (a
- * breakpoint, raise(), kill -TRAP) is then handled as that copy says: the
- * program's handler is called, an ignored one is dropped, and the default
- * action is restored and the signal sent again so that the process dies of
- * SIGTRAP with a core as it would have. Ours carry SP_TRAP_COOKIE in
- * si_perf_data and never reach the program.
+ * sigtrap.c - sharing SIGTRAP with the program (sigtrap.h).
  */
+#include "sigsafe.h"
+#include "sigtrap.h"
+#include "interpose.h"
 #include "sampler.h"
+#include "sys.h"
 #include "timer.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -25,17 +17,30 @@
 #define TRAP_PERF 6
 #endif
 
-/* two copies and an index: the handler reads one whole while a setter fills the other */
-static struct sigaction sp_app[2];
-static _Atomic int sp_app_cur;
-static _Atomic bool sp_app_lock;
+/*
+ * The program's action: two copies, each under a sequence count, and the
+ * index of the current one. Setters (normal context) are serialized by a
+ * mutex and fill the copy not in use; the handler reads the current copy
+ * and checks its count, and so never waits on a setter. SA_RESETHAND,
+ * applied by the handler, is a flag beside them: set for the generation
+ * the handler read, so a newer action set meanwhile is not reset.
+ */
+static struct {
+	_Atomic uint32_t seq;
+	struct sigaction act;
+} sp_app[2];
+/* generation << 1 | index of the current copy */
+static _Atomic uint64_t sp_app_cur;
+/* generation + 1 of an action reset to SIG_DFL by SA_RESETHAND, or 0 */
+static _Atomic uint64_t sp_app_reset;
+static pthread_mutex_t sp_app_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic bool sp_shared;
 static void (*sp_trap_handler)(int, siginfo_t *, void *);
 /* libc's sigaction, resolved at install: the handler may need it, and dlsym is not signal-safe */
 static __typeof__(&sigaction) sp_real_sigaction;
 
 /* An action with no flags and an empty mask: SIG_DFL or SIG_IGN. */
-static struct sigaction sp_plain_action(void (*handler)(int))
+SP_SIGSAFE static struct sigaction sp_plain_action(void (*handler)(int))
 {
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
@@ -55,23 +60,44 @@ bool sp_trap_shared(void)
 
 static void sp_app_set(const struct sigaction *act)
 {
-	/* signals blocked while the lock is held: the handler also sets (for
-	 * SA_RESETHAND) and must not spin on a lock its own thread holds */
+	/* a handler of the program's that sets SIGTRAP while this thread holds
+	 * the lock would wait for itself: no signals meanwhile */
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
-	while (atomic_exchange_explicit(&sp_app_lock, true, memory_order_acquire))
-		sched_yield();
-	int next = 1 - atomic_load_explicit(&sp_app_cur, memory_order_relaxed);
-	sp_app[next] = *act;
-	atomic_store_explicit(&sp_app_cur, next, memory_order_release);
-	atomic_store_explicit(&sp_app_lock, false, memory_order_release);
+	pthread_mutex_lock(&sp_app_lock);
+	uint64_t cur = atomic_load(&sp_app_cur);
+	uint64_t gen = (cur >> 1) + 1;
+	int next = (int)(gen & 1);
+	atomic_fetch_add(&sp_app[next].seq, 1); /* odd: being written */
+	sp_app[next].act = *act;
+	atomic_fetch_add(&sp_app[next].seq, 1);
+	atomic_store(&sp_app_cur, gen << 1 | (uint64_t)next);
+	pthread_mutex_unlock(&sp_app_lock);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-static struct sigaction sp_app_get(void)
+/* The program's action and its generation. Signal-safe: a setter that
+ * rewrote the copy meanwhile (twice, since it alternates) makes it read
+ * again; a few tries always find a whole copy unless setters run without
+ * pause, and the last read is then as good as any. */
+SP_SIGSAFE static struct sigaction sp_app_get(uint64_t *gen)
 {
-	return sp_app[atomic_load_explicit(&sp_app_cur, memory_order_acquire)];
+	struct sigaction a;
+	for (int tries = 0;; tries++) {
+		uint64_t cur = atomic_load(&sp_app_cur);
+		int i = (int)(cur & 1);
+		uint32_t s0 = atomic_load(&sp_app[i].seq);
+		a = sp_app[i].act;
+		atomic_thread_fence(memory_order_acquire);
+		if (((s0 & 1) == 0 && atomic_load(&sp_app[i].seq) == s0) || tries == 8) {
+			*gen = cur >> 1;
+			break;
+		}
+	}
+	if (atomic_load(&sp_app_reset) == *gen + 1)
+		a = sp_plain_action(SIG_DFL);
+	return a;
 }
 
 static int sp_trap_take(void)
@@ -100,7 +126,8 @@ int sp_trap_install(void (*handler)(int, siginfo_t *, void *))
 
 int sp_trap_sigaction(const struct sigaction *act, struct sigaction *old)
 {
-	struct sigaction prev = sp_app_get();
+	uint64_t gen;
+	struct sigaction prev = sp_app_get(&gen);
 	if (act)
 		sp_app_set(act);
 	if (old)
@@ -111,7 +138,8 @@ int sp_trap_sigaction(const struct sigaction *act, struct sigaction *old)
 void sp_trap_forward(int sig, siginfo_t *si, void *ucv)
 {
 	ucontext_t *uc = ucv;
-	struct sigaction a = sp_app_get();
+	uint64_t gen;
+	struct sigaction a = sp_app_get(&gen);
 	if (a.sa_handler == SIG_IGN)
 		return;
 	if (a.sa_handler == SIG_DFL) {
@@ -124,10 +152,8 @@ void sp_trap_forward(int sig, siginfo_t *si, void *ucv)
 		syscall(SYS_tgkill, getpid(), sp_gettid(), SIGTRAP);
 		return;
 	}
-	if (a.sa_flags & SA_RESETHAND) {
-		struct sigaction dfl = sp_plain_action(SIG_DFL);
-		sp_app_set(&dfl);
-	}
+	if (a.sa_flags & SA_RESETHAND)
+		atomic_store(&sp_app_reset, gen + 1);
 	/* the mask the kernel would have set for the program's handler */
 	sigset_t mask = uc->uc_sigmask;
 	for (int s = 1; s < NSIG; s++)
@@ -142,11 +168,22 @@ void sp_trap_forward(int sig, siginfo_t *si, void *ucv)
 		a.sa_handler(sig);
 }
 
+void sp_trap_atfork(int phase)
+{
+	if (phase == 0)
+		pthread_mutex_lock(&sp_app_lock);
+	else if (phase == 1)
+		pthread_mutex_unlock(&sp_app_lock);
+	else
+		pthread_mutex_init(&sp_app_lock, NULL);
+}
+
 void sp_trap_before_exec(void)
 {
 	/* handlers reset at exec but SIG_IGN is inherited: hand it over. Any
 	 * other setting stays ours, so a sample still in flight is harmless. */
-	if (sp_trap_shared() && sp_app_get().sa_handler == SIG_IGN) {
+	uint64_t gen;
+	if (sp_trap_shared() && sp_app_get(&gen).sa_handler == SIG_IGN) {
 		struct sigaction ign = sp_plain_action(SIG_IGN);
 		sp_real_sigaction(SIGTRAP, &ign, NULL);
 	}

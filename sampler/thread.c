@@ -1,4 +1,6 @@
+#include "thread.h"
 #include "sampler.h"
+#include "sys.h"
 #include "timer.h"
 #include "unwind.h"
 

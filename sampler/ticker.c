@@ -1,5 +1,7 @@
 #include "ticker.h"
 #include "sampler.h"
+#include "sys.h"
+#include "thread.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,5 +1,7 @@
+#include "sigsafe.h"
 #include "timer.h"
 #include "sampler.h"
+#include "sys.h"
 #include "ticker.h"
 
 #include <errno.h>
@@ -80,8 +82,8 @@ static void sp_posix_disarm(struct sp_thread *t)
 	t->armed = false;
 }
 
-static uint64_t sp_posix_weight(struct sp_thread *t, const siginfo_t *si, uint64_t period_ns,
-				uint64_t cpu_now)
+SP_SIGSAFE static uint64_t sp_posix_weight(struct sp_thread *t, const siginfo_t *si,
+					   uint64_t period_ns, uint64_t cpu_now)
 {
 	uint64_t overrun =
 	    si->si_code == SI_TIMER && si->si_overrun > 0 ? (uint64_t)si->si_overrun : 0;
@@ -202,8 +204,8 @@ static void sp_perf_disarm(struct sp_thread *t)
 	t->perf_fd = -1;
 }
 
-static uint64_t sp_perf_weight(struct sp_thread *t, const siginfo_t *si, uint64_t period_ns,
-			       uint64_t cpu_now)
+SP_SIGSAFE static uint64_t sp_perf_weight(struct sp_thread *t, const siginfo_t *si,
+					  uint64_t period_ns, uint64_t cpu_now)
 {
 	/* Signals don't queue: two overflows before delivery arrive as one, so
 	 * the weight is the thread's CPU time since the previous handler
@@ -345,8 +347,8 @@ static void sp_itimer_disarm(struct sp_thread *t)
 	t->armed = false;
 }
 
-static uint64_t sp_itimer_weight(struct sp_thread *t, const siginfo_t *si, uint64_t period_ns,
-				 uint64_t cpu_now)
+SP_SIGSAFE static uint64_t sp_itimer_weight(struct sp_thread *t, const siginfo_t *si,
+					    uint64_t period_ns, uint64_t cpu_now)
 {
 	return period_ns;
 }
@@ -408,4 +410,30 @@ const struct sp_timer_ops *sp_timer_choose(const char *kind, uint32_t freq_hz)
 	if (sp_posix_probe(period) == 0)
 		return &sp_posix_ops;
 	return &sp_itimer_ops;
+}
+
+/* ---- all threads at once ----------------------------------------------- */
+
+void sp_timers_pause_all(void)
+{
+	uint32_t n = atomic_load(&sp_g.n_slots);
+	for (uint32_t i = 0; i < n; i++) {
+		struct sp_thread *t = &sp_g.threads[i];
+		if (atomic_load(&t->state) == SP_SLOT_LIVE)
+			sp_g.timer->pause(t);
+	}
+	if (!sp_g.timer->per_thread)
+		sp_timer_stop_itimer();
+}
+
+void sp_timers_resume_all(void)
+{
+	uint32_t n = atomic_load(&sp_g.n_slots);
+	for (uint32_t i = 0; i < n; i++) {
+		struct sp_thread *t = &sp_g.threads[i];
+		if (atomic_load(&t->state) == SP_SLOT_LIVE)
+			sp_g.timer->resume(t, sp_g.period_ns);
+	}
+	if (!sp_g.timer->per_thread)
+		sp_timer_start_itimer(sp_g.period_ns);
 }

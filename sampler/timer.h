@@ -27,6 +27,7 @@
 #ifndef SP_SAMPLER_TIMER_H
 #define SP_SAMPLER_TIMER_H
 
+#include "sigsafe.h"
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -37,7 +38,7 @@ struct sp_thread;
 #define SP_TRAP_COOKIE 0x5350524f46ul
 
 /* siginfo's si_perf_data, which glibc 2.36 does not name: the long after si_addr. */
-static inline unsigned long sp_si_perf_data(const siginfo_t *si)
+SP_SIGSAFE static inline unsigned long sp_si_perf_data(const siginfo_t *si)
 {
 	unsigned long v;
 	__builtin_memcpy(&v, (const char *)&si->si_addr + sizeof(void *), sizeof(v));
@@ -80,6 +81,11 @@ const struct sp_timer_ops *sp_timer_choose(const char *kind, uint32_t freq_hz);
 /* Stops the process-wide itimer, if one runs, and starts it again. */
 void sp_timer_stop_itimer(void);
 void sp_timer_start_itimer(uint64_t period_ns);
+
+/* Pauses every live thread's timer (exec, shutdown, stepping aside, the
+ * API's stop), and resumes them. */
+void sp_timers_pause_all(void);
+void sp_timers_resume_all(void);
 
 /* A random first expiry in [1, period] ns, so threads don't fire in lockstep. */
 uint64_t sp_timer_first_expiry(uint64_t period_ns);

@@ -1,5 +1,7 @@
+#include "sigsafe.h"
 #include "unwind.h"
 #include "cfi.h"
+#include "interpose.h"
 #include "modules.h"
 #include "profile.h"
 #include "rulecache.h"
@@ -64,7 +66,7 @@ void sp_unwind_warm(void)
 }
 
 /* Whether the bytes before ra encode a call: the test that makes a stack word a return address. */
-static bool sp_follows_call(uintptr_t ra)
+SP_SIGSAFE static bool sp_follows_call(uintptr_t ra)
 {
 	if (!sp_modules_is_text(ra - 7))
 		return false;
@@ -90,7 +92,7 @@ static bool sp_follows_call(uintptr_t ra)
  * From a frame without unwind info (JIT code), the first word upward from
  * sp that is a return address into a known module: its address in *at.
  */
-static bool sp_scan(uintptr_t sp, uintptr_t *ra, uintptr_t *at)
+SP_SIGSAFE static bool sp_scan(uintptr_t sp, uintptr_t *ra, uintptr_t *at)
 {
 	struct sp_thread *t = sp_self;
 	if (!t || !t->stack_hi || sp < t->stack_lo || sp >= t->stack_hi)
@@ -117,7 +119,7 @@ static bool sp_scan(uintptr_t sp, uintptr_t *ra, uintptr_t *at)
  * registers are carried over as the cursor knows them: the caller's CFI
  * restores the ones it saved, and the rest are what the JIT code left.
  */
-static bool sp_scan_restart(unw_cursor_t *c, ucontext_t *uc, uintptr_t sp)
+SP_SIGSAFE static bool sp_scan_restart(unw_cursor_t *c, ucontext_t *uc, uintptr_t sp)
 {
 	uintptr_t v, p;
 	if (!sp_scan(sp, &v, &p))
@@ -136,8 +138,8 @@ static bool sp_scan_restart(unw_cursor_t *c, ucontext_t *uc, uintptr_t sp)
 	return sp_unw.init_local2(c, (unw_context_t *)uc, 0) == 0;
 }
 
-static size_t sp_unwind_libunwind(ucontext_t *uc, uint64_t *pcs, size_t max, uint32_t *flags,
-				  struct sp_unwind_count *cnt)
+SP_SIGSAFE static size_t sp_unwind_libunwind(ucontext_t *uc, uint64_t *pcs, size_t max,
+					     uint32_t *flags, struct sp_unwind_count *cnt)
 {
 	uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
 	unw_cursor_t c;
@@ -218,7 +220,7 @@ enum sp_step { SP_STEP_OK, SP_STEP_END, SP_STEP_ERR, SP_STEP_SLOW };
 
 /* A word of the stack at at, which a rule built on a register the code
  * did not keep (after a JIT scan) may leave unaligned: one mov on x86-64. */
-static uintptr_t sp_stack_word(uintptr_t at)
+SP_SIGSAFE static uintptr_t sp_stack_word(uintptr_t at)
 {
 	uintptr_t v;
 	memcpy(&v, (const void *)at, sizeof(v));
@@ -233,8 +235,8 @@ static uintptr_t sp_stack_word(uintptr_t at)
  * on it means the registers are not what the CFI expects, and the walk ends
  * there.
  */
-static enum sp_step sp_fast_step(struct sp_walk *w, const struct sp_cfi_rule *r,
-				 const struct sp_thread *t)
+SP_SIGSAFE static enum sp_step sp_fast_step(struct sp_walk *w, const struct sp_cfi_rule *r,
+					    const struct sp_thread *t)
 {
 	if (!t || !t->stack_hi || w->sp < t->stack_lo || w->sp >= t->stack_hi)
 		return SP_STEP_SLOW;
@@ -273,7 +275,7 @@ static enum sp_step sp_fast_step(struct sp_walk *w, const struct sp_cfi_rule *r,
  * signal: the frame is a signal trampoline's, so its caller's ip is exact.
  * 1 stepped, 0 end of stack, < 0 error.
  */
-static int sp_slow_step(struct sp_walk *w, ucontext_t *uc, bool signal)
+SP_SIGSAFE static int sp_slow_step(struct sp_walk *w, ucontext_t *uc, bool signal)
 {
 	unw_cursor_t c;
 	ucontext_t scratch;
@@ -311,8 +313,8 @@ static int sp_slow_step(struct sp_walk *w, ucontext_t *uc, bool signal)
 }
 
 /* The rule for addr in module m: from the cache, else read and cached. */
-static void sp_rule(const struct sp_modsnap *s, const struct sp_mod *m, uintptr_t addr,
-		    struct sp_cfi_rule *r)
+SP_SIGSAFE static void sp_rule(const struct sp_modsnap *s, const struct sp_mod *m, uintptr_t addr,
+			       struct sp_cfi_rule *r)
 {
 	uint64_t packed = sp_rulecache_get(addr, s->epoch);
 	if (packed) {
@@ -323,8 +325,8 @@ static void sp_rule(const struct sp_modsnap *s, const struct sp_mod *m, uintptr_
 	sp_rulecache_put(addr, s->epoch, sp_cfi_pack(r));
 }
 
-static size_t sp_unwind_cached(ucontext_t *uc, uint64_t *pcs, size_t max, uint32_t *flags,
-			       struct sp_unwind_count *cnt)
+SP_SIGSAFE static size_t sp_unwind_cached(ucontext_t *uc, uint64_t *pcs, size_t max,
+					  uint32_t *flags, struct sp_unwind_count *cnt)
 {
 	const struct sp_modsnap *snap = sp_modules_current();
 	const struct sp_thread *t = sp_self;

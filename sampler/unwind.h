@@ -25,6 +25,7 @@
 #ifndef SP_SAMPLER_UNWIND_H
 #define SP_SAMPLER_UNWIND_H
 
+#include "sigsafe.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -49,7 +50,7 @@ struct sp_unwind_count {
  * and what STACKPROF_UNWIND=check compares against). Returns the depth
  * (>= 1 unless max is 0). Signal-safe.
  */
-size_t sp_unwind_signal(void *uc, uint64_t *pcs, size_t max, uint32_t *flags, bool reference,
-			struct sp_unwind_count *cnt);
+SP_SIGSAFE size_t sp_unwind_signal(void *uc, uint64_t *pcs, size_t max, uint32_t *flags,
+				   bool reference, struct sp_unwind_count *cnt);
 
 #endif

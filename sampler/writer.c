@@ -1,16 +1,14 @@
 /*
- * writer.c - the writer thread: drains every thread's ring, deduplicates
- * stacks, and streams records to the profile through format/.
- *
- * It runs with every signal blocked, so the target's process-directed
- * signals never land here and SIGPROF never interrupts it. All the slow work
- * of the sampler (hashing, compression, /proc reads) happens here, off the
- * target's threads.
+ * writer.c - the writer thread (writer.h).
  */
+#include "writer.h"
+#include "api.h"
 #include "handler.h"
 #include "modules.h"
 #include "profile.h"
 #include "sampler.h"
+#include "sys.h"
+#include "thread.h"
 #include "timer.h"
 
 #include <errno.h>
@@ -74,10 +72,6 @@ struct sp_wstate {
 };
 
 static struct sp_wstate *sp_ws;
-
-/* Range table, filled by api.c. */
-extern uint32_t sp_ranges_snapshot(uint32_t from, uint32_t *parent, const char **name,
-				   uint32_t max);
 
 static uint64_t sp_hash_stack(const uint64_t *pcs, size_t n, uint32_t flags)
 {

@@ -1,0 +1,95 @@
+/*
+ * fork.c - the fork hooks (fork.h).
+ */
+#include "fork.h"
+#include "api.h"
+#include "interpose.h"
+#include "modules.h"
+#include "sampler.h"
+#include "sigtrap.h"
+#include "sys.h"
+#include "thread.h"
+#include "ticker.h"
+#include "timer.h"
+#include "writer.h"
+
+#include <errno.h>
+#include <unistd.h>
+
+/*
+ * Every lock of ours is taken before fork (in the writer's order: sp_g.lock,
+ * modules, ranges, schedule), so that no data they guard is half-written in
+ * the child. The child re-initializes them rather than unlocking: a condition
+ * variable copied while the parent's writer waited on it still counts that
+ * waiter, and a broadcast in the child would wait for it forever.
+ */
+static void sp_fork_prepare(void)
+{
+	sp_park_atfork(0);
+	pthread_mutex_lock(&sp_g.lock);
+	sp_modules_atfork(0);
+	sp_api_atfork(0);
+	sp_ticker_atfork(0);
+	sp_trap_atfork(0);
+}
+
+static void sp_fork_parent(void)
+{
+	sp_trap_atfork(1);
+	sp_ticker_atfork(1);
+	sp_api_atfork(1);
+	sp_modules_atfork(1);
+	pthread_mutex_unlock(&sp_g.lock);
+	sp_park_atfork(1);
+}
+
+/* The child profiles itself into its own file; the parent's threads are gone. */
+static void sp_fork_child(void)
+{
+	sp_trap_atfork(2);
+	sp_ticker_atfork(2);
+	sp_api_atfork(2);
+	sp_modules_atfork(2);
+	pthread_mutex_init(&sp_g.lock, NULL);
+	pthread_cond_init(&sp_g.wake, NULL);
+	sp_park_atfork(2);
+	if (!atomic_load(&sp_g.enabled))
+		return;
+	struct sp_thread *self = sp_self;
+	uint32_t n = atomic_load(&sp_g.n_slots);
+	for (uint32_t i = 0; i < n; i++) {
+		struct sp_thread *t = &sp_g.threads[i];
+		if (t == self)
+			continue;
+		sp_ring_release(&t->ring);
+		atomic_store(&t->state, SP_SLOT_FREE);
+	}
+	atomic_store(&sp_g.inflight, 0);
+	sp_writer_forget();
+	sp_g.pid = getpid();
+	sp_g.start_mono_ns = sp_now_ns();
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	sp_g.start_real_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	if (self) {
+		/* POSIX timers are not inherited, so there is nothing to delete;
+		 * a perf fd is, and still counts the parent: close it */
+		self->armed = self->perf_fd >= 0;
+		sp_g.timer->disarm(self);
+		sp_self = NULL;
+		sp_ring_release(&self->ring);
+		atomic_store(&self->state, SP_SLOT_FREE);
+	}
+	if (sp_writer_start() < 0) {
+		atomic_store(&sp_g.enabled, false);
+		return;
+	}
+	if (sp_g.timer->start)
+		sp_g.timer->start(sp_g.period_ns);
+	sp_thread_attach();
+}
+
+int sp_fork_init(void)
+{
+	return -pthread_atfork(sp_fork_prepare, sp_fork_parent, sp_fork_child);
+}

@@ -1,0 +1,34 @@
+/*
+ * interpose.h - how this library reaches the libc functions it replaces.
+ *
+ * libstackprof.so exports its own definitions of some libc functions
+ * (exec family, dlclose, uid/gid changes in interpose.c; sigaction, signal
+ * and sigprocmask in signals.c; pthread_create in thread.c; dl_iterate_phdr
+ * in modules.c); it calls the real ones through dlsym(RTLD_NEXT).
+ *
+ * dlopen is deliberately not interposed: glibc resolves a bare library
+ * name against the RUNPATH of dlopen's caller, found from its return
+ * address, and a wrapper would make that caller us. New modules are picked
+ * up by the writer, which polls glibc's load counters every drain.
+ *
+ * None of this is signal-safe.
+ */
+#ifndef SP_SAMPLER_INTERPOSE_H
+#define SP_SAMPLER_INTERPOSE_H
+
+/* The next definition of name after this library's (dlsym RTLD_NEXT). */
+void *sp_real_sym(const char *name);
+#define SP_REAL(name) ((__typeof__(&name))sp_real_sym(#name))
+
+/* glibc's dlopen, for loading libunwind privately. */
+void *sp_real_dlopen(const char *file, int mode);
+
+/*
+ * Around the calls that want the program's threads only (uid/gid changes,
+ * unshare, setns), stackprof's own threads are joined and started again
+ * afterwards: "parked". Fork hooks for that state: 0 before fork (lock), 1
+ * in the parent (unlock), 2 in the child (re-init, nothing parked).
+ */
+void sp_park_atfork(int phase);
+
+#endif

@@ -1,0 +1,123 @@
+/*
+ * sigsafe.h - the signal boundary: every function the signal handler can
+ * reach, and nothing else.
+ *
+ * A declaration marked SP_SIGSAFE may be called from the handler: it takes
+ * no lock it can wait on, does not allocate, touches stdio or errno only as
+ * async-signal-safe libc functions do, and calls only other SP_SIGSAFE
+ * functions and the libc functions in SP_SIGSAFE_LIBC. Every other
+ * declaration of the sampler is assumed unsafe.
+ *
+ * tests/unit/sigsafe-check.sh holds the code to this: it builds the
+ * sampler with gcc -fcallgraph-info=su, walks every call edge from the
+ * handler's entry points, and fails if the handler can reach a function
+ * that is in neither list below, or a listed sampler function whose
+ * declaration lacks SP_SIGSAFE. Calls through function pointers are not
+ * edges gcc can see: their targets are listed in SP_SIGSAFE_INDIRECT, and
+ * each is checked as an entry point of its own.
+ */
+#ifndef SP_SAMPLER_SIGSAFE_H
+#define SP_SAMPLER_SIGSAFE_H
+
+/* Marks a declaration callable from the signal handler. */
+#define SP_SIGSAFE
+
+/* The handler's entry points: what the kernel calls. */
+#define SP_SIGSAFE_ENTRY(X) X(sp_handler)
+
+/* Reached only through function pointers (timer ops, libunwind's
+ * callbacks): each is an entry point for the check too. */
+#define SP_SIGSAFE_INDIRECT(X)                                                                     \
+	X(sp_posix_weight)                                                                         \
+	X(sp_perf_weight)                                                                          \
+	X(sp_itimer_weight)                                                                        \
+	X(sp_iterate_snapshot)                                                                     \
+	X(sigprocmask)
+
+/* The reachable functions that call through a pointer: the timer's weight
+ * op, libunwind, and the program's own SIGTRAP handler. */
+#define SP_SIGSAFE_CALLS_THROUGH(X)                                                                \
+	X(sp_handler)                                                                              \
+	X(sp_unwind_libunwind)                                                                     \
+	X(sp_scan_restart)                                                                         \
+	X(sp_slow_step)                                                                            \
+	X(sp_unwind_signal)                                                                        \
+	X(sp_trap_forward)                                                                         \
+	X(sp_iterate_snapshot)                                                                     \
+	X(sigprocmask)
+
+/* Every function of stackprof's the handler may reach. */
+#define SP_SIGSAFE_FUNCTIONS(X)                                                                    \
+	X(sp_handler)                                                                              \
+	X(sp_stacks_differ)                                                                        \
+	X(sp_now_ns)                                                                               \
+	X(sp_thread_cpu_ns)                                                                        \
+	X(sp_gettid)                                                                               \
+	X(sp_trap_is_ours)                                                                         \
+	X(sp_trap_shared)                                                                          \
+	X(sp_trap_forward)                                                                         \
+	X(sp_app_get)                                                                              \
+	X(sp_plain_action)                                                                         \
+	X(sp_si_perf_data)                                                                         \
+	X(sp_ring_reserve)                                                                         \
+	X(sp_ring_commit)                                                                          \
+	X(sp_modules_enter)                                                                        \
+	X(sp_modules_leave)                                                                        \
+	X(sp_modules_is_text)                                                                      \
+	X(sp_modules_current)                                                                      \
+	X(sp_modsnap_text)                                                                         \
+	X(sp_find_text)                                                                            \
+	X(sp_iterate_snapshot)                                                                     \
+	X(sp_unwind_signal)                                                                        \
+	X(sp_unwind_cached)                                                                        \
+	X(sp_unwind_libunwind)                                                                     \
+	X(sp_scan)                                                                                 \
+	X(sp_scan_restart)                                                                         \
+	X(sp_follows_call)                                                                         \
+	X(sp_fast_step)                                                                            \
+	X(sp_slow_step)                                                                            \
+	X(sp_stack_word)                                                                           \
+	X(sp_rule)                                                                                 \
+	X(sp_rulecache_get)                                                                        \
+	X(sp_rulecache_put)                                                                        \
+	X(sp_cfi_find)                                                                             \
+	X(sp_cfi_pack)                                                                             \
+	X(sp_cfi_unpack)                                                                           \
+	X(sp_cfa_run)                                                                              \
+	X(sp_entry)                                                                                \
+	X(sp_cfiread_uleb)                                                                         \
+	X(sp_cfiread_sleb)                                                                         \
+	X(sp_cfiread_fixed)                                                                        \
+	X(sp_cfiread_ptr)                                                                          \
+	X(sp_cfiread_aug)                                                                          \
+	X(sp_posix_weight)                                                                         \
+	X(sp_perf_weight)                                                                          \
+	X(sp_itimer_weight)                                                                        \
+	X(sigprocmask)
+
+/*
+ * libc and libunwind functions the handler may call: async-signal-safe by
+ * POSIX (clock_gettime, syscall wrappers such as sigaction and
+ * pthread_sigmask), or by their implementation here (the memory functions;
+ * libunwind's local unwinder with caching off, whose only lock is its
+ * memory pool's, never held by the thread a signal interrupts: libunwind
+ * blocks signals around it).
+ */
+#define SP_SIGSAFE_LIBC(X)                                                                         \
+	X(clock_gettime)                                                                           \
+	X(syscall)                                                                                 \
+	X(getpid)                                                                                  \
+	X(sigaction)                                                                               \
+	X(pthread_sigmask)                                                                         \
+	X(sigaddset)                                                                               \
+	X(sigdelset)                                                                               \
+	X(sigismember)                                                                             \
+	X(sigfillset)                                                                              \
+	X(memcpy)                                                                                  \
+	X(memset)                                                                                  \
+	X(memcmp)                                                                                  \
+	X(memchr)                                                                                  \
+	X(__errno_location)                                                                        \
+	X(__tls_get_addr)
+
+#endif

@@ -1,0 +1,49 @@
+/*
+ * thread.h - a slot for every thread the program runs, and stackprof's own
+ * threads.
+ *
+ * Program threads are found through an interposed pthread_create: the new
+ * thread runs a trampoline that claims a slot (sampler.h), maps its ring,
+ * warms the unwinder and arms its own timer before the program's start
+ * routine. A TLS destructor hands the slot to the writer when the thread
+ * exits. The main thread attaches from the constructor.
+ *
+ * stackprof's own threads (the writer, the sampler-thread timer) are not
+ * profiled and run with every signal blocked, so the program's
+ * process-directed signals never land on them.
+ *
+ * None of this is signal-safe.
+ */
+#ifndef SP_SAMPLER_THREAD_H
+#define SP_SAMPLER_THREAD_H
+
+#include <pthread.h>
+#include <sys/types.h>
+
+/* Installs the TLS destructor that detaches exiting threads, and finds
+ * glibc's pthread_create. 0 or -errno. */
+int sp_thread_init(void);
+
+/* Claims a slot for the calling thread, sets sp_self and arms its timer.
+ * 0 (also when stackprof is off) or -errno. */
+int sp_thread_attach(void);
+
+/* Disarms the calling thread's timer and hands its slot to the writer,
+ * which drains the ring and frees the slot. */
+void sp_thread_detach(void);
+
+/*
+ * Starts one of stackprof's own threads: not profiled, and with every
+ * signal blocked. The mask is set through the attribute: the caller's is
+ * never touched. 0 or errno.
+ */
+int sp_spawn_quiet(pthread_t *thread, void *(*fn)(void *), void *arg);
+
+/*
+ * Joins such a thread and waits until the kernel has removed its task too
+ * (tid: its kernel thread id, 0 if unknown), so that the process is left
+ * with the threads it had without stackprof.
+ */
+void sp_join_quiet(pthread_t thread, pid_t tid);
+
+#endif

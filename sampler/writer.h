@@ -1,0 +1,44 @@
+/*
+ * writer.h - the writer thread: it drains every thread's ring, deduplicates
+ * stacks, and streams records to the profile through format/profile.h.
+ *
+ * All the slow work of the sampler (hashing, compression, /proc reads)
+ * happens here, off the program's threads, every 20 ms; the file is
+ * flushed every STACKPROF_FLUSH_MS. The thread runs with every signal
+ * blocked (thread.h). sp_g.lock serializes it against the calls below.
+ *
+ * None of this is signal-safe.
+ */
+#ifndef SP_SAMPLER_WRITER_H
+#define SP_SAMPLER_WRITER_H
+
+#include <stdbool.h>
+
+/* Creates the output file (STACKPROF_OUT, or stackprof.<pid>.prof; a
+ * forked child or exec'ed image takes PATH.<pid>), writes the header and
+ * the modules, and starts the writer thread. 0 or -errno. */
+int sp_writer_start(void);
+
+/* Drains and flushes now, and waits until it is done. */
+void sp_writer_flush_now(void);
+
+/* Drains and flushes with the stats marked "exec": the profile reads as
+ * complete if the exec succeeds. */
+void sp_writer_exec_flush(void);
+
+/* Drains everything, writes the last stats (final: a clean exit), closes
+ * the file and joins the thread. */
+void sp_writer_stop(bool final);
+
+/*
+ * Joins the writer thread, keeping the file and all state, and starts it
+ * again: around calls that want the program's threads only (interpose.c).
+ * Samples wait in the rings meanwhile; a full ring drops them.
+ */
+void sp_writer_park(void);
+void sp_writer_unpark(void);
+
+/* In a fork child: drops the parent's writer state without touching its file. */
+void sp_writer_forget(void);
+
+#endif

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""sigsafe-check.py SRC_DIR CI_DIR...: holds the sampler to sampler/sigsafe.h.
+
+The CI_DIRs hold the .ci call graphs that gcc -fcallgraph-info wrote for every
+sampler source. From the handler's entry points (and each target of a call
+through a pointer), every function reachable by a call edge must be listed
+in SP_SIGSAFE_FUNCTIONS or SP_SIGSAFE_LIBC; every listed function of the
+sampler's must carry SP_SIGSAFE where it is declared; and every reachable
+function that calls through a pointer must be listed in
+SP_SIGSAFE_CALLS_THROUGH. Prints each violation; exit 1 if any.
+"""
+import glob
+import os
+import re
+import subprocess
+import sys
+
+src, ci_dirs = sys.argv[1], sys.argv[2:]
+hdr = os.path.join(src, "sampler", "sigsafe.h")
+
+
+def expand(macro):
+    """The names in an X-macro list of sigsafe.h, through the preprocessor."""
+    code = '#include "%s"\n#define X(n) @n@\n%s(X)\n' % (hdr, macro)
+    out = subprocess.run(["cpp", "-P"], input=code, capture_output=True, text=True, check=True)
+    return set(re.findall(r"@(\w+)@", out.stdout))
+
+
+entries = expand("SP_SIGSAFE_ENTRY") | expand("SP_SIGSAFE_INDIRECT")
+funcs = expand("SP_SIGSAFE_FUNCTIONS")
+libc = expand("SP_SIGSAFE_LIBC")
+through = expand("SP_SIGSAFE_CALLS_THROUGH")
+
+edges = {}
+for ci in [c for d in ci_dirs for c in glob.glob(os.path.join(d, "*.ci"))]:
+    for line in open(ci):
+        m = re.match(r'edge: \{ sourcename: "([^"]+)" targetname: "([^"]+)"', line)
+        if m:
+            # a static function's title is "file:name"
+            a, b = (n.rsplit(":", 1)[-1] for n in m.groups())
+            edges.setdefault(a, set()).add(b)
+if not edges:
+    sys.exit("sigsafe-check: no call edges in %s" % " ".join(ci_dirs))
+
+bad = []
+seen, todo = set(), list(entries)
+while todo:
+    f = todo.pop()
+    if f in seen:
+        continue
+    seen.add(f)
+    for g in edges.get(f, ()):
+        if g == "__indirect_call":
+            if f not in through:
+                bad.append("%s calls through a pointer but is not in SP_SIGSAFE_CALLS_THROUGH" % f)
+            continue
+        if g not in funcs and g not in libc:
+            bad.append("the handler reaches %s (called by %s), which sigsafe.h does not list" % (g, f))
+        todo.append(g)
+
+# every listed function of ours is marked where it is declared or defined:
+# SP_SIGSAFE, then the rest of the declaration up to the name and "("
+text = ""
+for p in glob.glob(os.path.join(src, "sampler", "*.[ch]")) + glob.glob(os.path.join(src, "format", "*.h")):
+    if not p.endswith("sigsafe.h"):
+        text += open(p).read()
+marked = set()
+for m in re.finditer(r"\bSP_SIGSAFE\b", text):
+    decl = re.split(r"[;{]", text[m.end():m.end() + 300], maxsplit=1)[0]
+    marked.update(re.findall(r"\b(\w+)\s*\(", decl))
+for f in sorted(funcs):
+    if f not in marked:
+        bad.append("%s is listed in sigsafe.h but no declaration marks it SP_SIGSAFE" % f)
+
+for b in bad:
+    print("FAIL:", b)
+print("sigsafe-check: %d functions reachable from the handler, %d problems" % (len(seen), len(bad)))
+sys.exit(1 if bad else 0)
