@@ -149,6 +149,13 @@ struct sp_writer;
  */
 struct sp_writer *sp_writer_new(int fd);
 
+/* Where a writer's bytes go: writes all n bytes, returns 0 or -errno. */
+typedef int (*sp_writer_sink_fn)(void *ctx, const uint8_t *p, size_t n);
+
+/* Starts a profile whose bytes go to sink(ctx, ...) (the sampler keeps its
+ * descriptor where the program can't reach it). Writes the magic. */
+struct sp_writer *sp_writer_new_sink(sp_writer_sink_fn sink, void *ctx);
+
 /* Each writes one record to the compression buffer. 0 or -errno. */
 int sp_writer_header(struct sp_writer *w, const struct sp_prof_header *h);
 int sp_writer_module(struct sp_writer *w, const struct sp_prof_module *m);

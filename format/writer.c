@@ -8,7 +8,9 @@
 #include <zlib.h>
 
 struct sp_writer {
-	int fd;
+	sp_writer_sink_fn sink;
+	void *sink_ctx;
+	int fd; /* for the plain file sink */
 	z_stream z;
 	bool z_ready;
 	struct sp_buf rec;  /* the record being built */
@@ -18,8 +20,10 @@ struct sp_writer {
 	int error; /* sticky: the first write error */
 };
 
-static int sp_write_all(int fd, const uint8_t *p, size_t n)
+/* The sink sp_writer_new() writes with: all of it to an fd. */
+static int sp_write_all_fd(void *ctx, const uint8_t *p, size_t n)
 {
+	int fd = *(const int *)ctx;
 	while (n) {
 		ssize_t r = write(fd, p, n);
 		if (r < 0) {
@@ -46,7 +50,7 @@ static int sp_writer_deflate(struct sp_writer *w, const uint8_t *p, size_t n, in
 			return -EIO;
 		size_t have = sizeof(chunk) - w->z.avail_out;
 		if (have) {
-			int err = sp_write_all(w->fd, chunk, have);
+			int err = w->sink(w->sink_ctx, chunk, have);
 			if (err)
 				return err;
 			w->bytes += have;
@@ -57,10 +61,21 @@ static int sp_writer_deflate(struct sp_writer *w, const uint8_t *p, size_t n, in
 
 struct sp_writer *sp_writer_new(int fd)
 {
-	struct sp_writer *w = calloc(1, sizeof(*w));
+	struct sp_writer *w = sp_writer_new_sink(NULL, NULL);
 	if (!w)
 		return NULL;
 	w->fd = fd;
+	w->error = sp_write_all_fd(&w->fd, (const uint8_t *)SP_PROFILE_MAGIC, SP_PROFILE_MAGIC_LEN);
+	return w;
+}
+
+struct sp_writer *sp_writer_new_sink(sp_writer_sink_fn sink, void *ctx)
+{
+	struct sp_writer *w = calloc(1, sizeof(*w));
+	if (!w)
+		return NULL;
+	w->sink = sink ? sink : sp_write_all_fd;
+	w->sink_ctx = sink ? ctx : &w->fd;
 	sp_buf_init(&w->rec);
 	/* The writer shares the program's CPUs: level 1 deflates the sample
 	 * stream twice as fast as the default level for ~10% more bytes. */
@@ -70,7 +85,8 @@ struct sp_writer *sp_writer_new(int fd)
 	}
 	w->z_ready = true;
 	w->crc = crc32(0L, Z_NULL, 0);
-	w->error = sp_write_all(fd, (const uint8_t *)SP_PROFILE_MAGIC, SP_PROFILE_MAGIC_LEN);
+	if (sink)
+		w->error = sink(ctx, (const uint8_t *)SP_PROFILE_MAGIC, SP_PROFILE_MAGIC_LEN);
 	w->bytes = SP_PROFILE_MAGIC_LEN;
 	return w;
 }

@@ -27,6 +27,7 @@ static void sp_fork_prepare(void)
 {
 	sp_park_atfork(0);
 	pthread_mutex_lock(&sp_g.lock);
+	sp_fds_atfork(0);
 	sp_modules_atfork(0);
 	sp_api_atfork(0);
 	sp_ticker_atfork(0);
@@ -39,6 +40,7 @@ static void sp_fork_parent(void)
 	sp_ticker_atfork(1);
 	sp_api_atfork(1);
 	sp_modules_atfork(1);
+	sp_fds_atfork(1);
 	pthread_mutex_unlock(&sp_g.lock);
 	sp_park_atfork(1);
 }
@@ -50,6 +52,7 @@ static void sp_fork_child(void)
 	sp_ticker_atfork(2);
 	sp_api_atfork(2);
 	sp_modules_atfork(2);
+	sp_fds_atfork(2);
 	pthread_mutex_init(&sp_g.lock, NULL);
 	pthread_cond_init(&sp_g.wake, NULL);
 	sp_park_atfork(2);
@@ -71,11 +74,9 @@ static void sp_fork_child(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	sp_g.start_real_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	/* the descriptors of the parent's events came along: let go of them */
+	sp_timer_atfork_child();
 	if (self) {
-		/* POSIX timers are not inherited, so there is nothing to delete;
-		 * a perf fd is, and still counts the parent: close it */
-		self->armed = self->perf_fd >= 0;
-		sp_g.timer->disarm(self);
 		sp_self = NULL;
 		sp_ring_release(&self->ring);
 		atomic_store(&self->state, SP_SLOT_FREE);

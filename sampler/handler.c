@@ -40,6 +40,7 @@ void sp_handler(int sig, siginfo_t *si, void *uc)
 {
 	int saved_errno = errno;
 	struct sp_thread *t = sp_self;
+	bool rearm = false; /* a one-shot timer (timer.h) wants its next expiry */
 
 	if (sig == SIGTRAP && !sp_trap_is_ours(si)) {
 		sp_trap_forward(sig, si, uc);
@@ -55,10 +56,11 @@ void sp_handler(int sig, siginfo_t *si, void *uc)
 	 * times the handler. */
 	uint64_t c0 = sp_thread_cpu_ns();
 	uint64_t m0 = sp_now_ns();
-	uint64_t weight = sp_g.timer->weight(t, si, sp_g.period_ns, c0);
+	uint64_t weight = t->timer->weight(t, si, sp_g.period_ns, c0);
 	atomic_store_explicit(&t->cpu_last, c0, memory_order_relaxed);
 	if (!atomic_load_explicit(&sp_g.sampling, memory_order_relaxed))
 		goto out;
+	rearm = t->timer->rearm != NULL;
 	if (t->throttle) {
 		/* like a lower rate: the skipped time goes to the next sample
 		 * taken, so the thread's CPU total stays whole */
@@ -122,5 +124,7 @@ void sp_handler(int sig, siginfo_t *si, void *uc)
 	if (budget && cost > budget)
 		t->throttle = cost / budget > 64 ? 64 : (uint32_t)(cost / budget);
 out:
+	if (rearm)
+		t->timer->rearm(t, sp_g.period_ns);
 	errno = saved_errno;
 }

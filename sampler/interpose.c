@@ -264,8 +264,8 @@ static bool sp_park(void)
 	}
 	atomic_store(&sp_park_owner, me);
 	if (sp_parked++ == 0) {
-		if (sp_g.timer->stop)
-			sp_g.timer->stop();
+		if (sp_g.timer->park)
+			sp_g.timer->park();
 		sp_writer_park();
 	}
 	atomic_store(&sp_park_owner, 0);
@@ -279,8 +279,8 @@ static void sp_unpark(void)
 	atomic_store(&sp_park_owner, sp_gettid());
 	if (--sp_parked == 0 && !atomic_load(&sp_g.stopping)) {
 		sp_writer_unpark();
-		if (sp_g.timer->start)
-			sp_g.timer->start(sp_g.period_ns);
+		if (sp_g.timer->unpark)
+			sp_g.timer->unpark(sp_g.period_ns);
 	}
 	atomic_store(&sp_park_owner, 0);
 	pthread_mutex_unlock(&sp_park_lock);

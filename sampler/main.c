@@ -51,7 +51,8 @@ __attribute__((constructor)) static void sp_init(void)
 		return;
 	}
 	sp_g.threads = tab;
-	if (sp_modules_init() < 0 || sp_thread_init() < 0 || sp_fork_init() < 0) {
+	if (sp_fds_init() < 0 || sp_modules_init() < 0 || sp_thread_init() < 0 ||
+	    sp_fork_init() < 0) {
 		sp_log("set-up failed; not profiling");
 		return;
 	}

@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "config.h"
+#include "fds.h"
 #include "ring.h"
 
 #define SP_EXPORT __attribute__((visibility("default")))
@@ -41,13 +42,18 @@ struct sp_thread {
 	_Atomic int state;
 	pid_t tid;
 	struct sp_ring ring;
-	/* the timer kind's handle: a POSIX timer id or a perf_event fd */
-	timer_t timer;
-	int perf_fd;
-	/* sampler-thread timer (ticker.c): the thread's CPU clock; tick_on is
-	 * guarded by the ticker's lock, tick_seen (its last reading) is the
-	 * ticker's own */
-	clockid_t tick_clk;
+	/* the thread's timer: sp_g.timer, or posix-cputimer when the
+	 * perf-task-clock descriptor budget was spent (timer.h) */
+	const struct sp_timer_ops *timer;
+	timer_t timer_id;  /* posix-cputimer */
+	struct sp_fd perf; /* perf-task-clock: the thread's event (fds.h) */
+	uint64_t perf_id;  /* and its id (PERF_EVENT_IOC_ID) */
+	void *perf_pin;	   /* a page of its mapping, which keeps it alive */
+	uint64_t rnd;	   /* random periods (posix-cputimer) */
+	/* the thread's CPU clock, readable from any thread */
+	clockid_t cpu_clk;
+	/* sampler-thread timer (ticker.c): tick_on is guarded by the ticker's
+	 * lock, tick_seen (its last reading of cpu_clk) is the ticker's own */
 	bool tick_on;
 	uint64_t tick_seen;
 	/* the thread's CPU time as the last handler returned; 0 after a resume */
@@ -104,7 +110,8 @@ struct sp_state {
 	_Atomic int inflight;
 	_Atomic int modules_changing;
 
-	_Atomic uint64_t stray_signals; /* SIGPROF on a thread we don't know */
+	_Atomic uint64_t stray_signals;	  /* SIGPROF on a thread we don't know */
+	_Atomic uint32_t timer_fallbacks; /* threads given posix-cputimer (timer.h) */
 };
 
 extern struct sp_state sp_g;

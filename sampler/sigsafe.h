@@ -28,9 +28,8 @@
 /* Reached only through function pointers (timer ops, libunwind's
  * callbacks): each is an entry point for the check too. */
 #define SP_SIGSAFE_INDIRECT(X)                                                                     \
-	X(sp_posix_weight)                                                                         \
-	X(sp_perf_weight)                                                                          \
-	X(sp_itimer_weight)                                                                        \
+	X(sp_cpu_weight)                                                                           \
+	X(sp_posix_rearm)                                                                          \
 	X(sp_iterate_snapshot)                                                                     \
 	X(sigprocmask)
 
@@ -90,9 +89,10 @@
 	X(sp_cfiread_fixed)                                                                        \
 	X(sp_cfiread_ptr)                                                                          \
 	X(sp_cfiread_aug)                                                                          \
-	X(sp_posix_weight)                                                                         \
-	X(sp_perf_weight)                                                                          \
-	X(sp_itimer_weight)                                                                        \
+	X(sp_cpu_weight)                                                                           \
+	X(sp_posix_rearm)                                                                          \
+	X(sp_posix_set)                                                                            \
+	X(sp_rand)                                                                                 \
 	X(sigprocmask)
 
 /*
@@ -105,6 +105,7 @@
  */
 #define SP_SIGSAFE_LIBC(X)                                                                         \
 	X(clock_gettime)                                                                           \
+	X(timer_settime)                                                                           \
 	X(syscall)                                                                                 \
 	X(getpid)                                                                                  \
 	X(sigaction)                                                                               \

@@ -1,4 +1,5 @@
 #include "sys.h"
+#include "fds.h"
 #include "sampler.h"
 
 #include <fcntl.h>
@@ -30,11 +31,12 @@ pid_t sp_gettid(void)
 ssize_t sp_read_small(const char *path, char *buf, size_t size)
 {
 	buf[0] = '\0';
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct sp_fd f = {0};
+	int fd = sp_fd_open(&f, path, O_RDONLY, 0);
 	if (fd < 0)
 		return -1;
 	ssize_t n = read(fd, buf, size - 1);
-	close(fd);
+	sp_fd_close(&f);
 	if (n < 0)
 		return -1;
 	buf[n] = '\0';

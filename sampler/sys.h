@@ -21,8 +21,8 @@ SP_SIGSAFE uint64_t sp_thread_cpu_ns(void);
 /* Kernel thread id (a system call). Signal-safe. */
 SP_SIGSAFE pid_t sp_gettid(void);
 
-/* Reads up to size-1 bytes of a small file (/proc) and NUL-terminates buf.
- * Bytes read, or -1. */
+/* Reads up to size-1 bytes of a small file (/proc) and NUL-terminates buf,
+ * through a descriptor the program can't close (fds.h). Bytes read, or -1. */
 ssize_t sp_read_small(const char *path, char *buf, size_t size);
 
 /* Writes "stackprof[pid]: <message>\n" to stderr with one write(2), unless

@@ -81,7 +81,7 @@ int sp_thread_attach(void)
 		check = p == MAP_FAILED ? NULL : p;
 	}
 	t->check_pcs = check;
-	t->perf_fd = -1;
+
 	t->tid = sp_gettid();
 	int err = 0;
 	size_t words = (size_t)sp_g.cfg.ring_kb * 1024 / sizeof(uint64_t);
@@ -98,6 +98,8 @@ int sp_thread_attach(void)
 		}
 	}
 	sp_stack_bounds(t);
+	if (pthread_getcpuclockid(pthread_self(), &t->cpu_clk) != 0)
+		t->cpu_clk = 0;
 	/* lazy set-up in libunwind and glibc happens now, not in the handler */
 	sp_unwind_warm();
 	sp_self = t;
@@ -108,20 +110,17 @@ int sp_thread_attach(void)
 	 * creator. The timer's signal is ours, so unblock it here; a block the
 	 * program sets later is respected, and costs it only the samples it
 	 * blocks. */
+	t->timer = sp_g.timer;
+	err = t->timer->arm(t, sp_g.period_ns);
 	sigset_t prof;
 	sigemptyset(&prof);
-	sigaddset(&prof, sp_g.timer->signo);
+	sigaddset(&prof, t->timer->signo); /* arm may have handed the thread to another kind */
 	pthread_sigmask(SIG_UNBLOCK, &prof, NULL);
-	err = sp_g.timer->arm(t, sp_g.period_ns);
 	if (err)
-		sp_log("cannot arm the %s timer for thread %d: %s", sp_g.timer->name, t->tid,
+		sp_log("cannot arm the %s timer for thread %d: %s", t->timer->name, t->tid,
 		       strerror(-err));
-	else if (!atomic_load(&sp_g.sampling)) {
-		/* stopped (API, schedule): costs nothing until started */
-		sp_g.timer->pause(t);
-		if (!sp_g.timer->per_thread)
-			sp_timer_stop_itimer();
-	}
+	else if (!atomic_load(&sp_g.sampling) && !t->timer->pause_all)
+		t->timer->pause(t); /* stopped (API, schedule): costs nothing until started */
 	return err;
 }
 
@@ -132,9 +131,9 @@ void sp_thread_detach(void)
 		return;
 	sigset_t set, old;
 	sigemptyset(&set);
-	sigaddset(&set, sp_g.timer->signo);
+	sigaddset(&set, t->timer->signo);
 	pthread_sigmask(SIG_BLOCK, &set, &old);
-	sp_g.timer->disarm(t);
+	t->timer->disarm(t);
 	prctl(PR_GET_NAME, t->name_at_exit, 0, 0, 0);
 	sp_self = NULL;
 	/* the writer drains the ring, then sets the slot free */

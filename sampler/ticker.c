@@ -2,6 +2,7 @@
 #include "sampler.h"
 #include "sys.h"
 #include "thread.h"
+#include "timer.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -70,13 +71,13 @@ static bool sp_tick_scan(pid_t pid, uint64_t interval_ns)
 		struct sp_thread *t = &sp_g.threads[i];
 		if (!t->tick_on || atomic_load(&t->state) != SP_SLOT_LIVE)
 			continue;
-		uint64_t c = sp_clock_ns(t->tick_clk);
+		uint64_t c = sp_clock_ns(t->cpu_clk);
 		if (!c || c == t->tick_seen)
 			continue; /* it has not run since the last look */
 		busy = true;
 		/* on a CPU right now, or asleep (where a signal could cut a
 		 * system call short)? Its clock moves only while it runs. */
-		uint64_t c2 = sp_clock_ns(t->tick_clk);
+		uint64_t c2 = sp_clock_ns(t->cpu_clk);
 		uint64_t ran = t->tick_seen ? c - t->tick_seen : 0;
 		t->tick_seen = c2;
 		if (c2 > c || (2 * ran >= interval_ns && sp_runnable(t->tid)))
@@ -186,9 +187,6 @@ static void sp_tick_off(struct sp_thread *t)
 
 int sp_ticker_arm(struct sp_thread *t)
 {
-	int rc = pthread_getcpuclockid(pthread_self(), &t->tick_clk);
-	if (rc)
-		return -rc;
 	pthread_once(&sp_tick_once, sp_tick_cond_init);
 	pthread_mutex_lock(&sp_tick_lock);
 	sp_tick_on(t);
@@ -206,8 +204,7 @@ void sp_ticker_pause(struct sp_thread *t)
 
 void sp_ticker_resume(struct sp_thread *t)
 {
-	/* the CPU time while paused was not sampled: no weight for it */
-	atomic_store_explicit(&t->cpu_last, 0, memory_order_relaxed);
+	sp_timer_resume_base(t);
 	pthread_mutex_lock(&sp_tick_lock);
 	if (t->armed)
 		sp_tick_on(t);

@@ -3,6 +3,8 @@
  */
 #include "writer.h"
 #include "api.h"
+#include "buf.h"
+#include "fds.h"
 #include "handler.h"
 #include "modules.h"
 #include "profile.h"
@@ -41,7 +43,17 @@ struct sp_recmod {
 
 struct sp_wstate {
 	struct sp_writer *w;
-	int fd;
+	/* the profile, on a descriptor kept out of the program's way (fds.h) */
+	struct sp_fd out;
+	char out_abs[4096]; /* its absolute path, to open it again */
+	dev_t out_dev;	    /* what it is, checked before every flush */
+	ino_t out_ino;
+	/* set when our descriptor was given up (the program took every
+	 * number) or taken (closed by raw system call): bytes wait in pending
+	 * until the file is opened again by its path */
+	bool out_lost;
+	bool out_gone; /* the path no longer names our file: nothing more is written */
+	struct sp_buf pending;
 	/* stack dedup: open addressing over an arena of PCs */
 	struct sp_stack_slot *slots;
 	size_t n_slots, n_used;
@@ -263,7 +275,8 @@ static void sp_ranges_sync(struct sp_wstate *s)
 /* Copies new lines of /tmp/perf-<pid>.map (JIT code, e.g. oneDNN with DNNL_JIT_PROFILE=2). */
 static void sp_jit_sync(struct sp_wstate *s)
 {
-	int fd = open(s->jit_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	struct sp_fd map = {0};
+	int fd = sp_fd_open(&map, s->jit_path, O_RDONLY | O_NOFOLLOW, 0);
 	if (fd < 0)
 		return;
 	char buf[65536];
@@ -292,7 +305,7 @@ static void sp_jit_sync(struct sp_wstate *s)
 			break; /* a partial line: wait for its end */
 		s->jit_off += (off_t)used;
 	}
-	close(fd);
+	sp_fd_close(&map);
 }
 
 /* ---- draining ------------------------------------------------------------ */
@@ -379,13 +392,113 @@ static void sp_write_stats(struct sp_wstate *s, uint32_t flags)
 	sp_writer_stats(s->w, &st);
 }
 
+/* Bytes the profile may hold back while its descriptor is away. */
+#define SP_PENDING_MAX (64u << 20)
+
+/* Writes all of p through our descriptor, holding its number so that a
+ * move (the program's dup2 onto it) waits for the write. */
+static int sp_out_write(struct sp_wstate *s, const uint8_t *p, size_t n)
+{
+	int fd = sp_fd_hold(&s->out);
+	if (fd < 0)
+		return -EBADF;
+	int err = 0;
+	while (n) {
+		ssize_t r = write(fd, p, n);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			break;
+		}
+		p += r;
+		n -= (size_t)r;
+	}
+	sp_fd_drop(&s->out);
+	return err;
+}
+
+/* The format writer's sink. While the descriptor is away, bytes wait. */
+static int sp_out_sink(void *ctx, const uint8_t *p, size_t n)
+{
+	struct sp_wstate *s = ctx;
+	if (s->out_gone)
+		return -EBADF;
+	if (!s->out_lost) {
+		int err = sp_out_write(s, p, n);
+		if (err != -EBADF)
+			return err;
+		s->out_lost = true; /* given up by a move, or closed under us */
+	}
+	if (s->pending.len + n > SP_PENDING_MAX)
+		return -ENOBUFS;
+	sp_buf_put_bytes(&s->pending, p, n);
+	return s->pending.oom ? -ENOMEM : 0;
+}
+
+/* Opens our file again by its path, if the path still names it, at its end. */
+static bool sp_out_reopen(struct sp_wstate *s)
+{
+	struct stat st;
+	int fd = sp_fd_open(&s->out, s->out_abs, O_WRONLY | O_NOFOLLOW, 0);
+	if (fd < 0)
+		return false; /* no number free yet: try again at the next flush */
+	if (fstat(fd, &st) < 0 || st.st_dev != s->out_dev || st.st_ino != s->out_ino) {
+		sp_fd_close(&s->out);
+		s->out_gone = true;
+		sp_log("%s is no longer the profile's file; nothing more is written", s->out_abs);
+		return false;
+	}
+	lseek(fd, 0, SEEK_END);
+	return true;
+}
+
+/*
+ * Before a flush: does our number still name our file? A program that
+ * closes descriptors by raw system call (not through libc, which stackprof
+ * interposes) may have closed it and opened a file of its own there; one
+ * that took every number left stackprof none. Then nothing is written
+ * through that number: the file is opened again by its path, and what
+ * waited is written first. false while the file can't be written.
+ */
+static bool sp_out_check(struct sp_wstate *s)
+{
+	if (s->out_gone)
+		return false;
+	if (!s->out_lost) {
+		struct stat st;
+		int fd = sp_fd_hold(&s->out);
+		bool same = fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == s->out_dev &&
+			    st.st_ino == s->out_ino;
+		if (fd >= 0)
+			sp_fd_drop(&s->out);
+		if (same)
+			return true;
+		s->out_lost = true;
+		/* the number is someone else's now: forget it, never close it */
+		sp_fd_abandon(&s->out);
+		sp_log("the profile's descriptor no longer names %s (closed behind stackprof's "
+		       "back); opening it again",
+		       s->out_abs);
+	}
+	if (!sp_out_reopen(s))
+		return false;
+	int err = sp_out_write(s, s->pending.data, s->pending.len);
+	if (err)
+		return false;
+	s->out_lost = false;
+	sp_buf_reset(&s->pending);
+	return true;
+}
+
 static void sp_flush(struct sp_wstate *s, uint32_t flags)
 {
 	sp_modules_sync(s);
 	sp_drain_all(s, true);
 	sp_jit_sync(s);
 	sp_write_stats(s, flags);
-	int err = sp_writer_flush(s->w);
+	/* while the file can't be written the flush waits, and the bytes with it */
+	int err = sp_out_check(s) ? sp_writer_flush(s->w) : s->out_gone ? -EBADF : 0;
 	if (err && !s->error) {
 		s->error = err;
 		sp_log("writing the profile %s failed: %s; profiling goes on without it", sp_g.path,
@@ -435,10 +548,11 @@ static void *sp_writer_main(void *arg)
  * shared directories), mode 0600 (a profile holds code addresses and the
  * command line). -1 with errno set on failure.
  */
-static int sp_try_open(char *path, size_t cap, bool overwrite, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+static int sp_try_open(struct sp_fd *f, char *path, size_t cap, bool overwrite, const char *fmt,
+		       ...) __attribute__((format(printf, 5, 6)));
 
-static int sp_try_open(char *path, size_t cap, bool overwrite, const char *fmt, ...)
+static int sp_try_open(struct sp_fd *f, char *path, size_t cap, bool overwrite, const char *fmt,
+		       ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -448,46 +562,46 @@ static int sp_try_open(char *path, size_t cap, bool overwrite, const char *fmt, 
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
-	int fd = open(path, flags, 0600);
-	if (fd < 0 && errno == EEXIST && overwrite) {
+	int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW;
+	int fd = sp_fd_open(f, path, flags, 0600);
+	if (fd == -EEXIST && overwrite) {
 		/* replace, don't truncate: a parent that exec'ed a child (timeout,
 		 * a shell) may still be writing the old file, which then stays
 		 * whole on its unlinked inode instead of being interleaved */
 		struct stat st;
 		if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && unlink(path) == 0)
-			fd = open(path, flags, 0600);
-		else
-			errno = EEXIST;
+			fd = sp_fd_open(f, path, flags, 0600);
 	}
-	return fd;
+	if (fd < 0)
+		errno = -fd;
+	return fd < 0 ? -1 : fd;
 }
 
 /*
  * The first process gets STACKPROF_OUT itself; a forked child or an exec'ed
  * image finds it taken and writes PATH.<pid> (then PATH.<pid>.<n>).
  */
-static int sp_open_output(char *path, size_t cap)
+static int sp_open_output(struct sp_fd *f, char *path, size_t cap)
 {
 	const char *out = sp_g.cfg.out;
 	int pid = (int)sp_g.pid;
 	int fd;
 	if (out[0])
-		fd = sp_try_open(path, cap, sp_g.cfg.overwrite, "%s", out);
+		fd = sp_try_open(f, path, cap, sp_g.cfg.overwrite, "%s", out);
 	else
-		fd = sp_try_open(path, cap, sp_g.cfg.overwrite, "stackprof.%d.prof", pid);
+		fd = sp_try_open(f, path, cap, sp_g.cfg.overwrite, "stackprof.%d.prof", pid);
 	if (fd >= 0 || errno != EEXIST)
 		return fd;
 	if (out[0]) {
-		fd = sp_try_open(path, cap, false, "%s.%d", out, pid);
+		fd = sp_try_open(f, path, cap, false, "%s.%d", out, pid);
 		if (fd >= 0 || errno != EEXIST)
 			return fd;
 	}
 	for (int k = 1; k < 1000; k++) {
 		if (out[0])
-			fd = sp_try_open(path, cap, false, "%s.%d.%d", out, pid, k);
+			fd = sp_try_open(f, path, cap, false, "%s.%d.%d", out, pid, k);
 		else
-			fd = sp_try_open(path, cap, false, "stackprof.%d.prof.%d", pid, k);
+			fd = sp_try_open(f, path, cap, false, "stackprof.%d.prof.%d", pid, k);
 		if (fd >= 0 || errno != EEXIST)
 			return fd;
 	}
@@ -503,27 +617,36 @@ static void sp_read_cmdline(char *out, size_t cap)
 }
 
 /* Appends our file's path to STACKPROF_MANIFEST, so `stackprof run` can name every file. */
-static void sp_manifest_add(const char *path)
+/* The absolute form of path (relative to the directory now), into out. */
+static void sp_abs_path(const char *path, char *out, size_t cap)
+{
+	char cwd[4096];
+	int n;
+	if (path[0] != '/' && getcwd(cwd, sizeof(cwd)))
+		n = snprintf(out, cap, "%s/%s", cwd, path);
+	else
+		n = snprintf(out, cap, "%s", path);
+	if (n < 0 || (size_t)n >= cap)
+		snprintf(out, cap, "%s", path);
+}
+
+static void sp_manifest_add(const char *abs)
 {
 	const char *m = getenv("STACKPROF_MANIFEST");
 	if (!m || !*m)
 		return;
-	int fd = open(m, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+	struct sp_fd mf = {0};
+	int fd = sp_fd_open(&mf, m, O_WRONLY | O_APPEND | O_NOFOLLOW, 0);
 	if (fd < 0)
 		return;
-	char abs[8192];
-	char cwd[4096];
-	int n;
-	if (path[0] != '/' && getcwd(cwd, sizeof(cwd)))
-		n = snprintf(abs, sizeof(abs), "%s/%s\n", cwd, path);
-	else
-		n = snprintf(abs, sizeof(abs), "%s\n", path);
-	if (n > 0 && (size_t)n < sizeof(abs)) {
+	char line[8192];
+	int n = snprintf(line, sizeof(line), "%s\n", abs);
+	if (n > 0 && (size_t)n < sizeof(line)) {
 		/* one O_APPEND write: lines of several processes don't interleave */
-		ssize_t r = write(fd, abs, (size_t)n);
+		ssize_t r = write(fd, line, (size_t)n);
 		(void)r;
 	}
-	close(fd);
+	sp_fd_close(&mf);
 }
 
 int sp_writer_start(void)
@@ -531,16 +654,23 @@ int sp_writer_start(void)
 	struct sp_wstate *s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	s->fd = sp_open_output(sp_g.path, sizeof(sp_g.path));
-	if (s->fd < 0) {
+	int fd = sp_open_output(&s->out, sp_g.path, sizeof(sp_g.path));
+	if (fd < 0) {
 		int e = errno;
 		sp_log("cannot create the profile %s: %s; not profiling", sp_g.path, strerror(e));
 		free(s);
 		return -e;
 	}
-	s->w = sp_writer_new(s->fd);
+	struct stat st;
+	if (fstat(fd, &st) == 0) {
+		s->out_dev = st.st_dev;
+		s->out_ino = st.st_ino;
+	}
+	sp_abs_path(sp_g.path, s->out_abs, sizeof(s->out_abs));
+	sp_buf_init(&s->pending);
+	s->w = sp_writer_new_sink(sp_out_sink, s);
 	if (!s->w) {
-		close(s->fd);
+		sp_fd_close(&s->out);
 		free(s);
 		return -ENOMEM;
 	}
@@ -571,12 +701,12 @@ int sp_writer_start(void)
 	sp_writer_flush(s->w);
 	s->last_flush_ns = sp_now_ns();
 	sp_ws = s;
-	sp_manifest_add(sp_g.path);
+	sp_manifest_add(s->out_abs);
 
 	int rc = sp_spawn_quiet(&sp_g.writer, sp_writer_main, s);
 	if (rc) {
 		sp_writer_close(s->w);
-		close(s->fd);
+		sp_fd_close(&s->out);
 		sp_ws = NULL;
 		free(s);
 		return -rc;
@@ -625,6 +755,7 @@ static void sp_wstate_release(struct sp_wstate *s, bool free_self)
 	s->arena = NULL;
 	s->mods = NULL;
 	s->n_mods = 0;
+	sp_buf_release(&s->pending);
 	if (free_self)
 		free(s);
 }
@@ -666,7 +797,10 @@ void sp_writer_stop(bool final)
 	sp_writer_park();
 	sp_flush(s, final ? SP_STATS_FINAL : 0);
 	sp_writer_close(s->w);
-	close(s->fd);
+	/* the stream's end may still wait for the file (fds.h) */
+	if ((s->out_lost || s->pending.len) && !sp_out_check(s))
+		sp_log("the end of the profile could not be written to %s", s->out_abs);
+	sp_fd_close(&s->out);
 	sp_ws = NULL;
 	/* a thread may still be in sp_writer_flush_now(), about to read
 	 * s->stop: at exit, keeping the struct is cheaper than a use-after-free */
@@ -681,7 +815,7 @@ void sp_writer_forget(void)
 	/* the parent owns the file and its zlib stream: drop our copies
 	 * silently; the child has a single thread, so everything can go */
 	sp_writer_abandon(s->w);
-	close(s->fd);
+	sp_fd_forget(&s->out);
 	sp_wstate_release(s, true);
 	sp_ws = NULL;
 	sp_g.writer_running = false;

@@ -83,7 +83,8 @@ check "each exec'ed image wrote a profile (4)" [ "$n" -eq 4 ]
 "$SP" info --no-symbols x1.prof >xinfo.txt
 check "the image that exec'ed reads as complete" grep -q '^status: *complete' xinfo.txt
 
-timeout 60 "$SP" run -F 100 -o own.prof -- "$BIN/stress" ownprof >own.txt 2>own.err
+# a SIGPROF timer (the default is SIGTRAP's where perf_event allows it)
+timeout 60 "$SP" run -F 100 --timer posix -o own.prof -- "$BIN/stress" ownprof >own.txt 2>own.err
 check "own SIGPROF handler: the target still gets its ticks" [ $? -eq 0 ]
 check "stackprof says it steps aside" grep -q 'steps aside' own.err
 check "the profile keeps what came before" has own.err '/samples,/' '$2 > 0'

@@ -1,0 +1,70 @@
+#!/bin/bash
+# The program's descriptors are its own (issue 13, item 1): a program that
+# closes every descriptor from 3 up (close_range, closefrom, a close() loop,
+# a loop over /proc/self/fd), dup2s its log over every number, or closes
+# by raw system call, then writes a file of its own, finds exactly its own
+# bytes there and every write succeeds; threads that exit meanwhile close
+# nothing of its. The profile goes on being written where stackprof could
+# keep its descriptor, at 100 Hz and 1 kHz, with every timer.
+. "$(dirname "$0")/lib.sh"
+
+# hostile checks its own file and exits 1 if it is not exactly its own.
+# It starts with only 0-2 open, as a daemon would, so the numbers a
+# profiler takes first are the ones the program's own files get next.
+run_mode() { # TAG MODE RUN-OPTIONS...
+	local tag=$1 mode=$2
+	shift 2
+	(
+		for fd in $(ls /proc/$BASHPID/fd); do
+			[ "$fd" -gt 2 ] && eval "exec $fd>&-"
+		done
+		exec timeout 120 "$SP" run --no-summary -o "$tag.prof" "$@" -- \
+			"$BIN/hostile" "$mode" "$tag.out" >"$tag.txt" 2>"$tag.err"
+	)
+	local rc=$?
+	[ $rc -eq 0 ] || { cat "$tag.txt" "$tag.err"; return 1; }
+}
+
+# samples_in PROF FUNC: the profile is complete and has samples in FUNC
+samples_in() {
+	"$SP" info --no-symbols "$1" >"$1.info" 2>&1 &&
+		grep -q '^status: *complete' "$1.info" &&
+		"$SP" collapse --frame func --metric samples "$1" 2>/dev/null | grep -q ";\($2\)[; ]"
+}
+
+for rate in 100 1000; do
+	for timer in auto trap perf posix thread itimer; do
+		t="$timer-$rate"
+		for mode in closerange closeloop closefrom dup2all procfd; do
+			# dup2all takes 3..1023: with room above, stackprof's move there
+			(ulimit -n 4096 && run_mode "$mode-$t" "$mode" -F "$rate" --timer "$timer")
+			check "$t $mode: the program's file is exactly its own" [ $? -eq 0 ]
+			check "$t $mode: the profile is complete, with samples after the close" \
+				samples_in "$mode-$t.prof" 'own_file\|write_lines'
+		done
+		check "$t threadexit: exiting threads close nothing of the program's" \
+			run_mode "tx-$t" threadexit -F "$rate" --timer "$timer"
+	done
+	# every number up to the limit taken: stackprof gives its own up, and
+	# the program still gets exactly its own bytes; the profile file is
+	# opened again by its path once numbers are free
+	(ulimit -n 1024 && run_mode "all-$rate" dup2all -F "$rate")
+	check "$rate Hz dup2 over every number: the program's file is exactly its own" [ $? -eq 0 ]
+	check "$rate Hz dup2 over every number: stackprof says it gave its descriptor up" \
+		grep -q 'gives its own up' "all-$rate.err"
+	check "$rate Hz dup2 over every number: the profile is complete" \
+		grep -q '^status: *complete' <("$SP" info --no-symbols "all-$rate.prof")
+	# closed behind the interposers' back: the profile's number now names
+	# the program's file, which must still get nothing but its own bytes
+	check "$rate Hz rawclose: the program's file is exactly its own" \
+		run_mode "raw-$rate" rawclose -F "$rate"
+	check "$rate Hz rawclose: stackprof says it lost its descriptor" \
+		grep -q 'no longer names' "raw-$rate.err"
+done
+
+# the numbers stackprof keeps are out of the program's low range
+"$SP" run --no-summary -o low.prof -- /bin/sh -c 'ls -l /proc/$$/fd' >low.txt 2>&1
+check "stackprof's descriptors sit above the program's (>= 900 here)" \
+	awk '/->/ { n = $(NF - 2) + 0; if (n > 2 && n < 900 && $NF ~ /prof|perf_event/) bad = 1 }
+	     END { exit bad }' low.txt
+finish

@@ -1,0 +1,300 @@
+/*
+ * hostile.c - programs that do to their process what daemons, sandboxes,
+ * coroutine libraries and thread pools do, each of which a profiler inside
+ * the process could disturb (issue 13). Every mode checks its own result
+ * and exits 0 only if the program saw exactly what it would see alone.
+ *
+ * usage: hostile MODE [FILE]
+ *   closerange FILE  close_range(3, ~0U), then write a known file while working
+ *   closeloop FILE   close() every fd from 3 to the limit, then the same
+ *   closefrom FILE   closefrom(3), then the same
+ *   dup2all FILE     dup2 a log over every fd from 3 to 1023 (or the limit),
+ *                    then log
+ *   rawclose FILE    close_range(3, ~0U) by raw syscall (not seen by an
+ *                    interposer), then dup its file over every fd up to 1023
+ *   threadexit FILE  threads that exit while the main thread writes a file it
+ *                    opened after closing every fd
+ *   sigign           SIGPROF ignored for a moment, then given back (SIG_DFL);
+ *                    then 1.2 s of CPU
+ *   sigsave          SIGPROF set to a handler for a moment, then the saved
+ *                    action restored; then 1.2 s of CPU
+ *   procfd           closes every fd listed in /proc/self/fd but 0-2, as
+ *                    daemons do, then writes a file and checks its content
+ *
+ * Work is CPU time (CLOCK_THREAD_CPUTIME_ID), so a profiler has something
+ * to sample all along.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef CLOSE_RANGE_UNSHARE
+#define CLOSE_RANGE_UNSHARE 2
+#endif
+
+static volatile double sink;
+
+static double cpu_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+__attribute__((noinline)) void hostile_work(double secs)
+{
+	double end = cpu_seconds() + secs;
+	while (cpu_seconds() < end) {
+		double x = 0;
+		for (long i = 0; i < 20000; i++)
+			x += (double)i * 0.5;
+		sink += x;
+	}
+}
+
+static int fd_limit(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur > 65536)
+		return 65536;
+	return (int)rl.rlim_cur;
+}
+
+/* Line k of the known file: 38 bytes. */
+static void line_of(int k, char *buf)
+{
+	snprintf(buf, 40, "line %06d of the program's own file\n", k);
+}
+
+#define N_LINES	 100
+#define LINE_LEN 38
+
+/* Writes N_LINES lines to fd, working between them so that samples (and
+ * the profiler's flushes) fall in between. Every write must succeed. */
+static int write_lines(int fd, double work_per_line)
+{
+	char buf[40];
+	for (int k = 0; k < N_LINES; k++) {
+		line_of(k, buf);
+		if (write(fd, buf, LINE_LEN) != LINE_LEN) {
+			fprintf(stderr, "hostile: write %d to fd %d failed: %s\n", k, fd,
+				strerror(errno));
+			return 1;
+		}
+		hostile_work(work_per_line);
+	}
+	return 0;
+}
+
+/* The file holds exactly the N_LINES lines: nothing more, nothing less. */
+static int check_file(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		fprintf(stderr, "hostile: cannot reopen %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	char want[40], got[4096];
+	size_t n = fread(got, 1, sizeof(got), f);
+	fclose(f);
+	if (n != N_LINES * LINE_LEN) {
+		fprintf(stderr, "hostile: %s has %zu bytes, not %d\n", path, n, N_LINES * LINE_LEN);
+		return 1;
+	}
+	for (int k = 0; k < N_LINES; k++) {
+		line_of(k, want);
+		if (memcmp(got + k * LINE_LEN, want, LINE_LEN)) {
+			fprintf(stderr, "hostile: line %d of %s is not the program's\n", k, path);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The program's own files: several, as a daemon's logs, so that they take
+ * every low number a profiler could have held before the close. */
+#define N_FILES 4
+
+/* Opens FILE.0..FILE.3, writes the lines to each in turn, closes, checks. */
+static int own_file(const char *path)
+{
+	char name[N_FILES][4096];
+	int fd[N_FILES], rc = 0;
+	for (int i = 0; i < N_FILES; i++) {
+		snprintf(name[i], sizeof(name[i]), "%s.%d", path, i);
+		fd[i] = open(name[i], O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd[i] < 0) {
+			fprintf(stderr, "hostile: open %s: %s\n", name[i], strerror(errno));
+			return 1;
+		}
+	}
+	char buf[40];
+	for (int k = 0; k < N_LINES && !rc; k++) {
+		line_of(k, buf);
+		for (int i = 0; i < N_FILES; i++)
+			if (write(fd[i], buf, LINE_LEN) != LINE_LEN) {
+				fprintf(stderr, "hostile: write to fd %d failed: %s\n", fd[i],
+					strerror(errno));
+				rc = 1;
+			}
+		hostile_work(0.005);
+	}
+	for (int i = 0; i < N_FILES; i++) {
+		if (close(fd[i]) < 0) {
+			fprintf(stderr, "hostile: close %d: %s\n", fd[i], strerror(errno));
+			rc = 1;
+		}
+		rc |= check_file(name[i]);
+	}
+	return rc;
+}
+
+static int mode_dup2all(const char *path)
+{
+	int log = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (log < 0)
+		return 1;
+	int lim = fd_limit() < 1024 ? fd_limit() : 1024;
+	for (int fd = 3; fd < lim; fd++)
+		if (fd != log && dup2(log, fd) < 0) {
+			fprintf(stderr, "hostile: dup2(%d, %d): %s\n", log, fd, strerror(errno));
+			return 1;
+		}
+	int rc = write_lines(log, 0.005);
+	for (int fd = 3; fd < lim; fd++)
+		close(fd);
+	return rc | check_file(path);
+}
+
+static int mode_rawclose(const char *path)
+{
+	hostile_work(0.3);
+	syscall(SYS_close_range, 3, ~0U, 0);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0)
+		return 1;
+	/* every number a profiler could have held now names our file */
+	for (int k = 3; k < 1024 && k < fd_limit(); k++)
+		if (k != fd)
+			syscall(SYS_dup2, fd, k);
+	int rc = write_lines(fd, 0.005);
+	syscall(SYS_close_range, 3, ~0U, 0);
+	return rc | check_file(path);
+}
+
+static void *exiting_thread(void *arg)
+{
+	hostile_work(0.05 + 0.01 * (double)(size_t)arg);
+	return NULL;
+}
+
+static int mode_threadexit(const char *path)
+{
+	pthread_t t[16];
+	for (size_t i = 0; i < 16; i++)
+		if (pthread_create(&t[i], NULL, exiting_thread, (void *)i))
+			return 1;
+	hostile_work(0.02);
+	close_range(3, ~0U, 0);
+	int rc = own_file(path);
+	for (int i = 0; i < 16; i++)
+		pthread_join(t[i], NULL);
+	return rc;
+}
+
+static int mode_procfd(const char *path)
+{
+	hostile_work(0.3);
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return 1;
+	int keep = dirfd(d), fds[8192], n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) && n < 8192) {
+		int fd = atoi(e->d_name);
+		if (e->d_name[0] != '.' && fd > 2 && fd != keep)
+			fds[n++] = fd;
+	}
+	closedir(d);
+	for (int i = 0; i < n; i++)
+		close(fds[i]); /* a descriptor a profiler hides fails with EBADF: fine */
+	return own_file(path);
+}
+
+static volatile sig_atomic_t ticks;
+
+static void on_prof(int sig)
+{
+	ticks++;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: hostile MODE [FILE]\n");
+		return 2;
+	}
+	const char *mode = argv[1], *file = argc > 2 ? argv[2] : "hostile.out";
+	if (!strcmp(mode, "closerange")) {
+		hostile_work(0.3);
+		if (close_range(3, ~0U, 0) < 0)
+			return 1;
+		return own_file(file);
+	}
+	if (!strcmp(mode, "closeloop")) {
+		hostile_work(0.3);
+		for (int fd = 3, lim = fd_limit(); fd < lim; fd++)
+			close(fd);
+		return own_file(file);
+	}
+	if (!strcmp(mode, "closefrom")) {
+		hostile_work(0.3);
+		closefrom(3);
+		return own_file(file);
+	}
+	if (!strcmp(mode, "dup2all"))
+		return mode_dup2all(file);
+	if (!strcmp(mode, "rawclose"))
+		return mode_rawclose(file);
+	if (!strcmp(mode, "threadexit"))
+		return mode_threadexit(file);
+	if (!strcmp(mode, "procfd"))
+		return mode_procfd(file);
+	if (!strcmp(mode, "sigign")) {
+		signal(SIGPROF, SIG_IGN);
+		hostile_work(0.1);
+		signal(SIGPROF, SIG_DFL);
+		hostile_work(1.2);
+		return 0;
+	}
+	if (!strcmp(mode, "sigsave")) {
+		struct sigaction sa, old;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_prof;
+		sigaction(SIGPROF, &sa, &old);
+		struct itimerval it = {{0, 10000}, {0, 10000}}, off;
+		memset(&off, 0, sizeof(off));
+		setitimer(ITIMER_PROF, &it, NULL);
+		hostile_work(0.2);
+		setitimer(ITIMER_PROF, &off, NULL);
+		sigaction(SIGPROF, &old, NULL);
+		hostile_work(1.2);
+		/* its own profiling worked while it had the signal */
+		return ticks >= 5 ? 0 : 1;
+	}
+	fprintf(stderr, "hostile: unknown mode %s\n", mode);
+	return 2;
+}
