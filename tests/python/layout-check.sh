@@ -1,7 +1,7 @@
 #!/bin/bash
 # layout-check.sh BUILD_DIR - sampler/pylayout.c's tables against the truth:
-#  1. for every CPython 3.10-3.13 on this machine (pyenv's builds and Debian's
-#     /usr/bin/python3.11 with python3.11-dbg), gdb reads each field's offset
+#  1. for every CPython 3.10-3.13 on this machine (pyenv's builds, Debian's
+#     /usr/bin/python3.11 with python3.11-dbg, and its python3.11d), gdb reads each field's offset
 #     and size from the interpreter's DWARF, and they must equal the compiled
 #     table (tests/python/layout-dump); a field the table leaves at 0 must be
 #     one that version does not have;
@@ -208,7 +208,7 @@ check_dwarf() {
 			fail "$label: gdb could not read 3.$m's $field: $(head -c 300 "$out.err")"
 			bad=1
 		elif [ "$got" != "$want" ]; then
-			fail "$label: 3.$m $field: the DWARF says offset $got, the table says ${want:-nothing}"
+			fail "$label: 3.$m $field: the DWARF says $got, the table says ${want:-nothing}"
 			bad=1
 		elif [ "$size" != 0 ] && [ "$gsize" != "$size" ]; then
 			fail "$label: 3.$m $field is $gsize bytes wide in the DWARF, the header reads $size"
@@ -271,6 +271,18 @@ check_dwarf() {
 		fail "$label: 3.$m str state bits are '$bits' in the DWARF, the header says '$want_bits'"
 		bad=1
 	fi
+	# the size of the exported _PyRuntime symbol: how a reader can tell, with
+	# no DWARF at hand, that a build has the runtime this table describes
+	local symsize want_size
+	symsize=$(readelf -W --dyn-syms "$file" 2>/dev/null | awk '$8 == "_PyRuntime" { print $3; exit }')
+	want_size=$(awk -v v="3.$m" '$1 == v && $2 == "rt_size" { print $3 }' "$TMP/table.$m")
+	if [ -z "$symsize" ]; then
+		fail "$label: no _PyRuntime in the dynamic symbols of $file"
+		bad=1
+	elif [ "$((symsize))" != "$want_size" ]; then
+		fail "$label: _PyRuntime's st_size is $((symsize)), the table's rt_size $want_size"
+		bad=1
+	fi
 	[ $bad -eq 0 ] && say "ok: $label: the DWARF agrees with the 3.$m table ($(promised "$m" | wc -l) offsets)"
 }
 
@@ -309,6 +321,13 @@ else
 	v=$("$DEB" -c 'import platform; print(platform.python_version())')
 	check_dwarf "debian-$v" 11 "$DEB"
 	check_runtime "debian-$v" "$DEB"
+fi
+# python3.11-dbg's Py_DEBUG build has the same layout for every field here:
+# checked when it is installed, not missed when it is not
+DEBD=/usr/bin/python3.11d
+if [ -x "$DEBD" ] && gdb -batch -nx -ex 'ptype struct _ts' "$DEBD" >/dev/null 2>&1; then
+	check_dwarf "debian-3.11d" 11 "$DEBD"
+	check_runtime "debian-3.11d" "$DEBD"
 fi
 
 if [ $FAILED -ne 0 ]; then
