@@ -4,8 +4,9 @@ a probe of the sampler's range depth on the calling thread.
 
 Each work_* function keeps the CPU busy in one C library, whose exported
 function names the samples: zlib's `deflate`, libbz2's `BZ2_bzCompress`,
-liblzma's `lzma_code`. They run for CPU time, not wall time, so a loaded
-machine changes how long they take, never how many samples they get.
+liblzma's `lzma_code`. They run for the calling thread's CPU time, not wall
+time, so a loaded machine changes how long they take, never how many
+samples they get.
 """
 import bz2
 import ctypes
@@ -19,8 +20,8 @@ DATA = bytes(random.Random(1).choices(b"abcdefghij", k=1 << 16))
 
 
 def _burn(fn, seconds):
-    t0 = time.process_time()
-    while time.process_time() - t0 < seconds:
+    t0 = time.thread_time()
+    while time.thread_time() - t0 < seconds:
         fn()
 
 
