@@ -548,6 +548,10 @@ struct sp_model *sp_model_build(const struct sp_profile *prof, const struct sp_m
 			continue; /* a corrupt record: there is no such range */
 		if (b.o->range && !sp_range_wanted(&b, s->range))
 			continue;
+		if (prof->n_windows && !b.o->all_samples && !sp_profile_window(prof, s->time_ns)) {
+			m->outside_windows++;
+			continue;
+		}
 		int64_t t = sp_thread_index(&b, s->tid);
 		if (t < 0 || sp_array_grow((void **)&b.thread_frame, &b.thread_frame_cap,
 					   m->n_threads + 1, sizeof(*b.thread_frame))) {

@@ -79,10 +79,16 @@ struct sp_model_opts {
 	size_t n_tids;
 	const char *range;	/* keep only samples inside a range of this name */
 	const char *search_dir; /* extra directory to look for modules by basename */
+	bool all_samples;	/* keep samples outside the profile's windows too */
 };
 
 /* Samples of a filtered-out thread or range are dropped before anything is
- * counted: totals, threads and stacks describe what was kept. */
+ * counted: totals, threads and stacks describe what was kept.
+ *
+ * A profile whose program opened windows (stackprof_window_begin(), Python's
+ * stackprof.profile()) asked to be seen through them: unless all_samples is
+ * set, samples outside every window are dropped the same way, and counted in
+ * outside_windows. */
 
 struct sp_model {
 	const struct sp_profile *prof; /* borrowed */
@@ -99,6 +105,7 @@ struct sp_model {
 	size_t n_locs;
 	uint64_t total_weight_ns;
 	uint64_t total_samples;
+	uint64_t outside_windows; /* samples dropped for being outside every window */
 
 	/* private to model.c */
 	uint32_t *pool_;

@@ -39,6 +39,7 @@ enum sp_rec_type {
 	SP_REC_STATS = 8,
 	SP_REC_CHECKPOINT = 9,
 	SP_REC_UNLOAD = 10,
+	SP_REC_MARK = 11,
 };
 
 /* Module flags. */
@@ -50,6 +51,13 @@ enum sp_rec_type {
 #define SP_STACK_TRUNCATED  0x1u /* deeper than max_depth: outer frames cut */
 #define SP_STACK_UNWIND_ERR 0x2u /* unwinder stopped early on an error */
 #define SP_STACK_JIT_SCAN   0x4u /* a frame was found by stack scanning */
+
+/* Range flags (the same values as STACKPROF_RANGE_* in stackprof.h). */
+#define SP_RANGE_MODULE 0x1u /* pushed for an nn.Module call (stackprof.torch.label_modules) */
+
+/* Mark kinds. */
+#define SP_MARK_WINDOW_BEGIN 1u /* stackprof_window_begin(): a profile() block opens */
+#define SP_MARK_WINDOW_END   2u /* stackprof_window_end(): it closes */
 
 /* Stats flags. */
 #define SP_STATS_FINAL 0x1u /* written by a clean shutdown */
@@ -110,6 +118,23 @@ struct sp_prof_range {
 	uint32_t id;
 	uint32_t parent;
 	char *name;
+	uint32_t flags; /* SP_RANGE_*; 0 in files written before flags existed */
+};
+
+/* A process-wide event at a point in time. */
+struct sp_prof_mark {
+	uint32_t kind; /* SP_MARK_*; unknown kinds are kept and ignored */
+	uint64_t time_ns;
+};
+
+/*
+ * A window [begin_ns, end_ns] of the run that the program asked to see,
+ * made from a WINDOW_BEGIN mark and the next WINDOW_END. end_ns is
+ * UINT64_MAX for a window still open when the profile ends.
+ */
+struct sp_prof_window {
+	uint64_t begin_ns;
+	uint64_t end_ns;
 };
 
 /* A JIT symbol from a perf-<pid>.map file. */
@@ -166,6 +191,7 @@ int sp_writer_sample(struct sp_writer *w, const struct sp_prof_sample *s);
 int sp_writer_range(struct sp_writer *w, const struct sp_prof_range *r);
 int sp_writer_jit(struct sp_writer *w, const struct sp_prof_jit *j);
 int sp_writer_stats(struct sp_writer *w, const struct sp_prof_stats *s);
+int sp_writer_mark(struct sp_writer *w, const struct sp_prof_mark *m);
 
 /*
  * Writes a checkpoint and pushes everything so far to the file with
@@ -206,6 +232,12 @@ struct sp_profile {
 	size_t n_ranges;
 	struct sp_prof_jit *jits;
 	size_t n_jits;
+	struct sp_prof_mark *marks; /* in file order */
+	size_t n_marks;
+	/* made from the marks: sorted by begin_ns, disjoint. None when the
+	 * program never opened a window: then the whole run is wanted. */
+	struct sp_prof_window *windows;
+	size_t n_windows;
 	struct sp_prof_stats stats; /* the last stats record */
 	bool has_stats;
 	enum sp_read_status status;
@@ -229,5 +261,8 @@ void sp_profile_free(struct sp_profile *p);
 const struct sp_prof_stack *sp_profile_stack(const struct sp_profile *p, uint32_t id);
 const struct sp_prof_range *sp_profile_range(const struct sp_profile *p, uint32_t id);
 const struct sp_prof_thread *sp_profile_thread(const struct sp_profile *p, int32_t tid);
+
+/* The window that holds time_ns (a sample's time), or NULL; a binary search. */
+const struct sp_prof_window *sp_profile_window(const struct sp_profile *p, uint64_t time_ns);
 
 #endif

@@ -16,7 +16,7 @@
 #define SP_MAX_DEPTH  65536u
 
 struct sp_counts {
-	size_t modules, threads, stacks, samples, ranges, jits;
+	size_t modules, threads, stacks, samples, ranges, jits, marks;
 	struct sp_prof_stats stats;
 	bool has_stats;
 	bool has_header;
@@ -24,7 +24,7 @@ struct sp_counts {
 
 struct sp_reader {
 	struct sp_profile *p;
-	size_t cap_modules, cap_threads, cap_stacks, cap_samples, cap_ranges, cap_jits;
+	size_t cap_modules, cap_threads, cap_stacks, cap_samples, cap_ranges, cap_jits, cap_marks;
 	struct sp_counts committed;
 	bool has_header;
 	uLong crc;
@@ -104,6 +104,7 @@ static void sp_rollback(struct sp_reader *r)
 	p->n_samples = c->samples;
 	p->n_ranges = c->ranges;
 	p->n_jits = c->jits;
+	p->n_marks = c->marks;
 	if (p->stats.timer != c->stats.timer)
 		sp_stats_release(&p->stats);
 	p->stats = c->stats;
@@ -126,6 +127,7 @@ static void sp_commit(struct sp_reader *r)
 	c->samples = p->n_samples;
 	c->ranges = p->n_ranges;
 	c->jits = p->n_jits;
+	c->marks = p->n_marks;
 	c->stats = p->stats;
 	c->has_stats = p->has_stats;
 	c->has_header = r->has_header;
@@ -268,6 +270,8 @@ static bool sp_parse_record(struct sp_reader *r, uint8_t type, const uint8_t *da
 		rg->id = id;
 		rg->parent = parent;
 		rg->name = sp_cursor_str(&c);
+		/* added after the first files were written */
+		rg->flags = c.p < c.end ? (uint32_t)sp_cursor_uleb(&c) : 0;
 		break;
 	}
 	case SP_REC_JIT: {
@@ -277,6 +281,14 @@ static bool sp_parse_record(struct sp_reader *r, uint8_t type, const uint8_t *da
 		j->start = sp_cursor_uleb(&c);
 		j->size = sp_cursor_uleb(&c);
 		j->name = sp_cursor_str(&c);
+		break;
+	}
+	case SP_REC_MARK: {
+		struct sp_prof_mark *mk = SP_PUSH(r, marks, cap_marks);
+		if (!mk)
+			goto oom;
+		mk->kind = (uint32_t)sp_cursor_uleb(&c);
+		mk->time_ns = sp_cursor_uleb(&c);
 		break;
 	}
 	case SP_REC_STATS: {
@@ -386,6 +398,72 @@ const struct sp_prof_range *sp_profile_range(const struct sp_profile *p, uint32_
 	if (id == 0 || id > p->n_ranges)
 		return NULL;
 	return &p->ranges[id - 1];
+}
+
+const struct sp_prof_window *sp_profile_window(const struct sp_profile *p, uint64_t time_ns)
+{
+	size_t lo = 0, hi = p->n_windows;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct sp_prof_window *w = &p->windows[mid];
+		if (time_ns < w->begin_ns)
+			hi = mid;
+		else if (time_ns > w->end_ns)
+			lo = mid + 1;
+		else
+			return w;
+	}
+	return NULL;
+}
+
+static int sp_window_cmp(const void *a, const void *b)
+{
+	const struct sp_prof_window *x = a, *y = b;
+	return (x->begin_ns > y->begin_ns) - (x->begin_ns < y->begin_ns);
+}
+
+/*
+ * Pairs each WINDOW_BEGIN with the next WINDOW_END; a begin left open runs
+ * to the end of the profile. The sampler writes them in pairs and in time
+ * order, but a damaged or hand-made file may not: the windows are sorted
+ * and overlaps merged, so that sp_profile_window() can bisect them.
+ * false if out of memory.
+ */
+static bool sp_make_windows(struct sp_profile *p)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < p->n_marks; i++)
+		n += p->marks[i].kind == SP_MARK_WINDOW_BEGIN;
+	if (!n)
+		return true;
+	p->windows = malloc(n * sizeof(*p->windows));
+	if (!p->windows)
+		return false;
+	bool open = false;
+	for (size_t i = 0; i < p->n_marks; i++) {
+		const struct sp_prof_mark *mk = &p->marks[i];
+		if (mk->kind == SP_MARK_WINDOW_BEGIN && !open) {
+			p->windows[p->n_windows++] =
+			    (struct sp_prof_window){.begin_ns = mk->time_ns, .end_ns = UINT64_MAX};
+			open = true;
+		} else if (mk->kind == SP_MARK_WINDOW_END && open) {
+			struct sp_prof_window *w = &p->windows[p->n_windows - 1];
+			w->end_ns = mk->time_ns < w->begin_ns ? w->begin_ns : mk->time_ns;
+			open = false;
+		}
+	}
+	qsort(p->windows, p->n_windows, sizeof(*p->windows), sp_window_cmp);
+	size_t k = 0;
+	for (size_t i = 0; i < p->n_windows; i++) {
+		if (k && p->windows[i].begin_ns <= p->windows[k - 1].end_ns) {
+			if (p->windows[i].end_ns > p->windows[k - 1].end_ns)
+				p->windows[k - 1].end_ns = p->windows[i].end_ns;
+		} else {
+			p->windows[k++] = p->windows[i];
+		}
+	}
+	p->n_windows = k;
+	return true;
 }
 
 const struct sp_prof_thread *sp_profile_thread(const struct sp_profile *p, int32_t tid)
@@ -536,6 +614,12 @@ struct sp_profile *sp_profile_read(const char *path, char *err, size_t errlen)
 		errno = EINVAL;
 		goto fail;
 	}
+	if (!sp_make_windows(p)) {
+		if (err)
+			snprintf(err, errlen, "%s: out of memory", path);
+		errno = ENOMEM;
+		goto fail;
+	}
 	if (r.committed.stats.timer != p->stats.timer)
 		free(r.committed.stats.timer);
 	inflateEnd(&z);
@@ -577,5 +661,7 @@ void sp_profile_free(struct sp_profile *p)
 	free(p->samples);
 	free(p->ranges);
 	free(p->jits);
+	free(p->marks);
+	free(p->windows);
 	free(p);
 }

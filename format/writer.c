@@ -196,6 +196,8 @@ int sp_writer_range(struct sp_writer *w, const struct sp_prof_range *r)
 	sp_buf_put_uleb(&w->rec, r->id);
 	sp_buf_put_uleb(&w->rec, r->parent);
 	sp_buf_put_str(&w->rec, r->name);
+	/* added after the first version: older readers stop before it */
+	sp_buf_put_uleb(&w->rec, r->flags);
 	return sp_writer_emit(w, SP_REC_RANGE);
 }
 
@@ -228,6 +230,13 @@ int sp_writer_stats(struct sp_writer *w, const struct sp_prof_stats *s)
 	/* check mode only: "no difference" and "not compared" must read apart */
 	sp_buf_put_uleb(b, s->unwind_checked ? s->unwind_differ + 1 : 0);
 	return sp_writer_emit(w, SP_REC_STATS);
+}
+
+int sp_writer_mark(struct sp_writer *w, const struct sp_prof_mark *m)
+{
+	sp_buf_put_uleb(&w->rec, m->kind);
+	sp_buf_put_uleb(&w->rec, m->time_ns);
+	return sp_writer_emit(w, SP_REC_MARK);
 }
 
 int sp_writer_flush(struct sp_writer *w)

@@ -1,19 +1,25 @@
 /*
- * api.c - the public C API (stackprof.h): start/stop/flush, named ranges and
- * the step schedule. Only stackprof_* symbols leave this library.
+ * api.c - the public C API (stackprof.h): start/stop/flush, named ranges,
+ * the step schedule and profile() windows. Only stackprof_* symbols leave
+ * this library.
  */
 #include "api.h"
+#include "profile.h"
 #include "sampler.h"
 #include "signals.h"
 #include "stackprof.h"
+#include "sys.h"
 #include "timer.h"
 #include "writer.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+_Static_assert(STACKPROF_RANGE_MODULE == SP_RANGE_MODULE, "range flags are the file's flags");
+
 struct sp_range_node {
 	uint32_t parent;
+	uint32_t flags;
 	char *name;
 };
 
@@ -25,15 +31,27 @@ static pthread_mutex_t sp_sched_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sp_schedule sp_sched;
 static long sp_step_no;
 static bool sp_user_on = true;
+static int sp_window_depth; /* open stackprof_window_begin() calls; under sp_sched_lock */
 
-/* Interns (parent, name) and returns its id; 0 on allocation failure. A linear
- * scan from the newest: programs push a handful of distinct names. */
-static uint32_t sp_range_intern(uint32_t parent, const char *name)
+/* Marks not yet taken by the writer. A leaf lock: nothing is called under it. */
+struct sp_mark {
+	uint32_t kind;
+	uint64_t time_ns;
+};
+static pthread_mutex_t sp_mark_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sp_mark *sp_marks;
+static uint32_t sp_n_marks, sp_cap_marks;
+
+/* Interns (parent, name, flags) and returns its id; 0 on allocation failure.
+ * A linear scan from the newest: programs push a handful of distinct names
+ * (label_modules: one per module of the model). */
+static uint32_t sp_range_intern(uint32_t parent, const char *name, uint32_t flags)
 {
 	uint32_t id = 0;
 	pthread_mutex_lock(&sp_range_lock);
 	for (uint32_t i = sp_n_ranges; i-- > 0;) {
-		if (sp_ranges[i].parent == parent && !strcmp(sp_ranges[i].name, name)) {
+		if (sp_ranges[i].parent == parent && sp_ranges[i].flags == flags &&
+		    !strcmp(sp_ranges[i].name, name)) {
 			id = i + 1;
 			goto out;
 		}
@@ -50,6 +68,7 @@ static uint32_t sp_range_intern(uint32_t parent, const char *name)
 	if (!copy)
 		goto out;
 	sp_ranges[sp_n_ranges].parent = parent;
+	sp_ranges[sp_n_ranges].flags = flags;
 	sp_ranges[sp_n_ranges].name = copy;
 	id = ++sp_n_ranges;
 out:
@@ -57,15 +76,50 @@ out:
 	return id;
 }
 
-uint32_t sp_ranges_snapshot(uint32_t from, uint32_t *parent, const char **name, uint32_t max)
+uint32_t sp_ranges_snapshot(uint32_t from, uint32_t *parent, const char **name, uint32_t *flags,
+			    uint32_t max)
 {
 	uint32_t n = 0;
 	pthread_mutex_lock(&sp_range_lock);
 	for (uint32_t i = from; i < sp_n_ranges && n < max; i++, n++) {
 		parent[n] = sp_ranges[i].parent;
 		name[n] = sp_ranges[i].name;
+		flags[n] = sp_ranges[i].flags;
 	}
 	pthread_mutex_unlock(&sp_range_lock);
+	return n;
+}
+
+/* Queues a mark at the current time. A mark that finds no memory is lost:
+ * the windows then read wider or narrower, the program is not disturbed. */
+static void sp_mark_add(uint32_t kind)
+{
+	uint64_t t = sp_now_ns() - sp_g.start_mono_ns;
+	pthread_mutex_lock(&sp_mark_lock);
+	if (sp_n_marks == sp_cap_marks) {
+		uint32_t cap = sp_cap_marks ? sp_cap_marks * 2 : 16;
+		struct sp_mark *a = realloc(sp_marks, cap * sizeof(*a));
+		if (!a)
+			goto out;
+		sp_marks = a;
+		sp_cap_marks = cap;
+	}
+	sp_marks[sp_n_marks++] = (struct sp_mark){.kind = kind, .time_ns = t};
+out:
+	pthread_mutex_unlock(&sp_mark_lock);
+}
+
+uint32_t sp_marks_take(uint32_t *kind, uint64_t *time_ns, uint32_t max)
+{
+	pthread_mutex_lock(&sp_mark_lock);
+	uint32_t n = sp_n_marks < max ? sp_n_marks : max;
+	for (uint32_t i = 0; i < n; i++) {
+		kind[i] = sp_marks[i].kind;
+		time_ns[i] = sp_marks[i].time_ns;
+	}
+	memmove(sp_marks, sp_marks + n, (sp_n_marks - n) * sizeof(*sp_marks));
+	sp_n_marks -= n;
+	pthread_mutex_unlock(&sp_mark_lock);
 	return n;
 }
 
@@ -103,12 +157,22 @@ void sp_api_atfork(int phase)
 	if (phase == 0) {
 		pthread_mutex_lock(&sp_range_lock);
 		pthread_mutex_lock(&sp_sched_lock);
+		pthread_mutex_lock(&sp_mark_lock);
 	} else if (phase == 1) {
+		pthread_mutex_unlock(&sp_mark_lock);
 		pthread_mutex_unlock(&sp_sched_lock);
 		pthread_mutex_unlock(&sp_range_lock);
 	} else {
+		pthread_mutex_init(&sp_mark_lock, NULL);
 		pthread_mutex_init(&sp_sched_lock, NULL);
 		pthread_mutex_init(&sp_range_lock, NULL);
+		/* the child's times count from the fork and its file starts
+		 * empty: the parent's queued marks mean nothing there, but a
+		 * window open at the fork is open in the child from its start */
+		sp_n_marks = 0;
+		if (sp_window_depth && sp_cap_marks)
+			sp_marks[sp_n_marks++] =
+			    (struct sp_mark){.kind = SP_MARK_WINDOW_BEGIN, .time_ns = 0};
 	}
 }
 
@@ -152,6 +216,11 @@ SP_EXPORT void stackprof_flush(void)
 
 SP_EXPORT int stackprof_range_push(const char *name)
 {
+	return stackprof_range_push_flags(name, 0);
+}
+
+SP_EXPORT int stackprof_range_push_flags(const char *name, unsigned flags)
+{
 	struct sp_thread *t = sp_self;
 	if (!t || !name)
 		return -1;
@@ -159,7 +228,7 @@ SP_EXPORT int stackprof_range_push(const char *name)
 		t->range_overflow++;
 		return t->range_depth + t->range_overflow;
 	}
-	uint32_t id = sp_range_intern(atomic_load(&t->range_top), name);
+	uint32_t id = sp_range_intern(atomic_load(&t->range_top), name, flags);
 	if (!id) {
 		t->range_overflow++; /* out of memory: popped like an overflow */
 		return t->range_depth + t->range_overflow;
@@ -205,6 +274,42 @@ SP_EXPORT long stackprof_step(void)
 	sp_sampling_update();
 	pthread_mutex_unlock(&sp_sched_lock);
 	return step;
+}
+
+SP_EXPORT int stackprof_window_begin(void)
+{
+	if (!atomic_load(&sp_g.enabled))
+		return -1;
+	pthread_mutex_lock(&sp_sched_lock);
+	int depth = ++sp_window_depth;
+	if (depth == 1) {
+		/* marked before the timers run: every sample of the window is after it */
+		sp_mark_add(SP_MARK_WINDOW_BEGIN);
+		sp_user_on = true;
+		sp_sampling_update();
+	}
+	pthread_mutex_unlock(&sp_sched_lock);
+	return depth;
+}
+
+SP_EXPORT int stackprof_window_end(void)
+{
+	int depth = -1;
+	if (!atomic_load(&sp_g.enabled))
+		return -1;
+	pthread_mutex_lock(&sp_sched_lock);
+	if (sp_window_depth > 0) {
+		depth = --sp_window_depth;
+		if (depth == 0) {
+			sp_user_on = false;
+			sp_sampling_update();
+			/* marked after the timers stopped: every sample of the window is before it
+			 */
+			sp_mark_add(SP_MARK_WINDOW_END);
+		}
+	}
+	pthread_mutex_unlock(&sp_sched_lock);
+	return depth;
 }
 
 SP_EXPORT int stackprof_active(void)

@@ -1,8 +1,8 @@
 /*
  * api.h - the sampler's side of the public C API (stackprof.h): the
- * schedule, and the table of named ranges the writer copies into the
- * profile. The stackprof_* functions themselves are declared in
- * stackprof.h.
+ * schedule, and the table of named ranges and the queue of window marks
+ * that the writer copies into the profile. The stackprof_* functions
+ * themselves are declared in stackprof.h.
  *
  * None of this is signal-safe; the handler reads only the thread's
  * range_top (sampler.h).
@@ -24,9 +24,17 @@ void sp_api_atfork(int phase);
 
 /*
  * For the writer: copies up to max range nodes from index `from` (their
- * parent ids and names) and returns how many. Names stay valid for the
- * life of the process.
+ * parent ids, names and SP_RANGE_* flags) and returns how many. Names stay
+ * valid for the life of the process.
  */
-uint32_t sp_ranges_snapshot(uint32_t from, uint32_t *parent, const char **name, uint32_t max);
+uint32_t sp_ranges_snapshot(uint32_t from, uint32_t *parent, const char **name, uint32_t *flags,
+			    uint32_t max);
+
+/*
+ * For the writer: moves up to max queued window marks (SP_MARK_* kinds,
+ * times since the profile's start), oldest first, out of the queue, and
+ * returns how many.
+ */
+uint32_t sp_marks_take(uint32_t *kind, uint64_t *time_ns, uint32_t max);
 
 #endif

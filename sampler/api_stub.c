@@ -29,6 +29,11 @@ int stackprof_range_pop(void)
 	return -1;
 }
 
+int stackprof_range_push_flags(const char *name, unsigned flags)
+{
+	return -1;
+}
+
 int stackprof_schedule(unsigned wait, unsigned warmup, unsigned active, unsigned repeat)
 {
 	return active ? 0 : -1;
@@ -38,6 +43,16 @@ long stackprof_step(void)
 {
 	static long step;
 	return ++step;
+}
+
+int stackprof_window_begin(void)
+{
+	return -1;
+}
+
+int stackprof_window_end(void)
+{
+	return -1;
 }
 
 int stackprof_active(void)

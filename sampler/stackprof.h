@@ -11,6 +11,13 @@
  *   stackprof_range_pop()                  it becomes a frame above the stack
  *   stackprof_step()                       advance a wait,warmup,active,repeat
  *                                          schedule (torch.profiler.schedule)
+ *   stackprof_window_begin() / _end()      the part of the run to look at, like
+ *                                          a torch.profiler.profile() block
+ *
+ * Python programs use the same functions through the `stackprof` package
+ * (python/stackprof: record_function, schedule, step, profile, and
+ * stackprof.torch.label_modules for nn.Module paths); it finds them in the
+ * preloaded library with ctypes and does nothing without it.
  *
  * Linking: link with -lstackprof-api (a stub library of no-ops). Run without
  * stackprof, the stubs are called and do nothing; run under stackprof, the
@@ -45,6 +52,35 @@ int stackprof_range_push(const char *name);
 
 /* Closes the innermost range of the calling thread. Returns the new depth, -1 if none was open. */
 int stackprof_range_pop(void);
+
+/* Range flags: what pushed a range, for views that treat kinds apart. */
+#define STACKPROF_RANGE_MODULE 0x1u /* an nn.Module call (stackprof.torch.label_modules) */
+
+/*
+ * stackprof_range_push() with flags (STACKPROF_RANGE_*), which the profile
+ * keeps with the range. Ranges that differ only in flags are different
+ * ranges. Returns as stackprof_range_push().
+ */
+int stackprof_range_push_flags(const char *name, unsigned flags);
+
+/*
+ * Opens a window: the part of the run the program wants to see, like a
+ * torch.profiler.profile() block. Windows are process-wide, not per
+ * thread. The first open window starts sampling (as stackprof_start())
+ * and the profile records when; the last one to close stops it again
+ * (as stackprof_stop()), so nothing is paid after it. Once a profile holds
+ * a window, the stackprof commands keep only the samples taken inside
+ * windows, even when sampling ran from the program's start (`stackprof
+ * run` samples from there unless STACKPROF_START=0); their --all-samples
+ * option keeps everything. A schedule still applies inside a window.
+ * Windows nest: only the outermost pair counts. Returns the number of open
+ * windows after the call, or -1 if stackprof is not running.
+ */
+int stackprof_window_begin(void);
+
+/* Closes a window. Returns the number still open, or -1 if none was open or stackprof is not
+ * running. */
+int stackprof_window_end(void);
 
 /*
  * Sets a schedule: after `wait` steps, `warmup` steps are skipped too, then

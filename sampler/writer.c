@@ -256,18 +256,32 @@ static void sp_thread_name(struct sp_wstate *s, uint32_t slot, pid_t tid, const 
 
 static void sp_ranges_sync(struct sp_wstate *s)
 {
-	uint32_t parent[64];
+	uint32_t parent[64], flags[64];
 	const char *name[64];
 	for (;;) {
-		uint32_t n = sp_ranges_snapshot(s->ranges_emitted, parent, name, 64);
+		uint32_t n = sp_ranges_snapshot(s->ranges_emitted, parent, name, flags, 64);
 		if (!n)
 			return;
 		for (uint32_t i = 0; i < n; i++) {
 			struct sp_prof_range r = {.id = s->ranges_emitted + 1,
 						  .parent = parent[i],
-						  .name = (char *)name[i]};
+						  .name = (char *)name[i],
+						  .flags = flags[i]};
 			sp_writer_range(s->w, &r);
 			s->ranges_emitted++;
+		}
+	}
+}
+
+static void sp_marks_sync(struct sp_wstate *s)
+{
+	uint32_t kind[64];
+	uint64_t time_ns[64];
+	uint32_t n;
+	while ((n = sp_marks_take(kind, time_ns, 64))) {
+		for (uint32_t i = 0; i < n; i++) {
+			struct sp_prof_mark m = {.kind = kind[i], .time_ns = time_ns[i]};
+			sp_writer_mark(s->w, &m);
 		}
 	}
 }
@@ -357,6 +371,7 @@ static void sp_add_counters(struct sp_prof_stats *st, struct sp_thread *t)
 static void sp_drain_all(struct sp_wstate *s, bool names)
 {
 	sp_ranges_sync(s);
+	sp_marks_sync(s);
 	uint32_t n = atomic_load(&sp_g.n_slots);
 	for (uint32_t i = 0; i < n; i++) {
 		struct sp_thread *t = &sp_g.threads[i];

@@ -74,6 +74,7 @@ int sp_cmd_info(int argc, char **argv)
 		struct sp_model_opts mo;
 		memset(&mo, 0, sizeof(mo));
 		mo.no_ranges = true;
+		mo.all_samples = true; /* info describes the whole file */
 		m = sp_model_build(p, &mo);
 	}
 	const struct sp_prof_header *h = &p->header;
@@ -145,6 +146,15 @@ int sp_cmd_info(int argc, char **argv)
 			100.0 * s.rooted_fraction);
 	fprintf(f, "modules:     %zu, JIT symbols: %zu, named ranges: %zu\n", p->n_modules,
 		p->n_jits, p->n_ranges);
+	if (p->n_windows) {
+		size_t in = 0;
+		for (size_t i = 0; i < p->n_samples; i++)
+			in += sp_profile_window(p, p->samples[i].time_ns) != NULL;
+		fprintf(f,
+			"windows:     %zu (profile() blocks), %zu of %zu samples inside; the other "
+			"commands show only those\n",
+			p->n_windows, in, p->n_samples);
+	}
 	if (m) {
 		fprintf(f, "threads:     %zu\n", m->n_threads);
 		for (size_t i = 0; i < m->n_threads; i++) {

@@ -52,3 +52,20 @@ have_torch() { [ -x "$TORCH_PY" ] && "$TORCH_PY" -c 'import torch, torchvision' 
 share() {
 	awk -v re="$2" '{ v = $NF; t += v; if ($0 ~ re) m += v } END { if (t == 0) print 0; else printf "%.3f\n", 100 * m / t }' "$1"
 }
+
+# The Python package (python/stackprof), importable without installing it.
+SP_PYTHONPATH="$SP_SOURCE_DIR/python"
+
+# find_pythons: PYTHONS gets Debian's python3 and pyenv's 3.10-3.13 where
+# they are installed; PY_MISSING names the others.
+find_pythons() {
+	PYTHONS=()
+	PY_MISSING=""
+	local root v p
+	root=$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")
+	if [ -x /usr/bin/python3 ]; then PYTHONS+=(/usr/bin/python3); else PY_MISSING+=" /usr/bin/python3"; fi
+	for v in 3.10 3.11 3.12 3.13; do
+		p=$(ls -d "$root"/versions/$v.*/bin/python3 2>/dev/null | sort -V | tail -1)
+		if [ -n "$p" ] && [ -x "$p" ]; then PYTHONS+=("$p"); else PY_MISSING+=" pyenv $v"; fi
+	done
+}

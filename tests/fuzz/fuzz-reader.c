@@ -29,8 +29,8 @@
  *
  * After a successful read every record is walked the way the CLI does
  * (stacks through sp_profile_stack, ranges up their parent chains, samples
- * to their stack, range and thread), so an inconsistent profile that the
- * reader let through shows up here as an ASan report, not in export/.
+ * to their stack, range and thread, windows through sp_profile_window), so an inconsistent profile
+ * that the reader let through shows up here as an ASan report, not in export/.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -249,6 +249,19 @@ static void walk(const struct sp_profile *p)
 			acc += t ? (uint64_t)t->tid : 0;
 		}
 		acc += s->weight_ns + s->time_ns;
+	}
+	for (size_t i = 0; i < p->n_marks; i++)
+		acc += p->marks[i].kind + p->marks[i].time_ns;
+	for (size_t i = 0; i < p->n_windows; i++) {
+		const struct sp_prof_window *w = &p->windows[i];
+		/* "sorted by begin_ns, disjoint": what sp_profile_window bisects */
+		if (w->begin_ns > w->end_ns || (i && w->begin_ns <= p->windows[i - 1].end_ns))
+			abort();
+		if (sp_profile_window(p, w->begin_ns) != w || sp_profile_window(p, w->end_ns) != w)
+			abort();
+		if (w->begin_ns && (!i || w->begin_ns - 1 > p->windows[i - 1].end_ns) &&
+		    sp_profile_window(p, w->begin_ns - 1))
+			abort(); /* just before a window is outside every window */
 	}
 	for (size_t i = 0; i < p->n_jits; i++)
 		acc += p->jits[i].start + p->jits[i].size +

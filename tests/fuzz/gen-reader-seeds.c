@@ -242,6 +242,15 @@ int main(int argc, char **argv)
 	ok(sp_writer_range(w.w, &r1), "range");
 	ok(sp_writer_range(w.w, &r2), "range");
 	ok(sp_writer_range(w.w, &r3), "range");
+	struct sp_prof_range r4 = {
+	    .id = 4, .parent = 1, .name = (char *)"conv1", .flags = SP_RANGE_MODULE};
+	ok(sp_writer_range(w.w, &r4), "range");
+	/* two windows, the second left open; sample i is at i ms */
+	const struct sp_prof_mark marks[] = {{SP_MARK_WINDOW_BEGIN, 500000},
+					     {SP_MARK_WINDOW_END, 2500000},
+					     {SP_MARK_WINDOW_BEGIN, 4000000}};
+	for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++)
+		ok(sp_writer_mark(w.w, &marks[i]), "mark");
 	uint64_t pcs1[] = {0x400123, 0x400456, 0x400010};
 	uint64_t pcs2[] = {0x7fff0100, 0x400789, 0x400456, 0x400010};
 	uint64_t pcs3[] = {0x7f0000001000, 0x10, 0xffffffffffffff00ull}; /* big negative deltas */
@@ -256,7 +265,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 6; i++) {
 		struct sp_prof_sample s = {.tid = i & 1 ? 1235 : 1234,
 					   .stack = (uint32_t)(i % 4) + 1,
-					   .range = (uint32_t)(i % 4),
+					   .range = (uint32_t)(i % 5),
 					   .time_ns = 1000000ull * (uint64_t)i,
 					   .weight_ns = 1003009};
 		ok(sp_writer_sample(w.w, &s), "sample");

@@ -2,7 +2,8 @@
  * test-export.c - unit tests of the export layer's text rules: collapsed
  * stack escaping, frame label styles, PyTorch time units, JSON strings, the
  * key_averages table layout (checked against torch's own output in
- * shared/reference), and the collapsed writer on a hand-built model.
+ * shared/reference), the collapsed writer on a hand-built model, and the
+ * model's profile() window filter on a hand-built profile.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -262,6 +263,37 @@ static void test_collapse_model(void)
 	free(out);
 }
 
+/* Samples outside every window are left out unless all_samples is set. */
+static void test_model_windows(void)
+{
+	uint64_t pcs[1] = {0x1000};
+	struct sp_prof_stack st = {.id = 1, .depth = 1, .pcs = pcs};
+	struct sp_prof_sample smp[5];
+	const uint64_t times[5] = {50, 100, 150, 250, 400};
+	for (int i = 0; i < 5; i++)
+		smp[i] = (struct sp_prof_sample){
+		    .tid = 1, .stack = 1, .time_ns = times[i], .weight_ns = 10u << i};
+	struct sp_prof_window win[2] = {{100, 200}, {300, UINT64_MAX}};
+	struct sp_profile p = {.stacks = &st, .n_stacks = 1, .samples = smp, .n_samples = 5};
+
+	struct sp_model *m = sp_model_build(&p, NULL);
+	CHECK(m && m->total_samples == 5 && m->outside_windows == 0);
+	sp_model_free(m);
+
+	p.windows = win;
+	p.n_windows = 2;
+	m = sp_model_build(&p, NULL);
+	/* kept: 100 and 150 (first window, its begin included), 400 (the open one) */
+	CHECK(m && m->total_samples == 3 && m->outside_windows == 2 &&
+	      m->total_weight_ns == (20u + 40u + 160u));
+	sp_model_free(m);
+
+	struct sp_model_opts o = {.all_samples = true};
+	m = sp_model_build(&p, &o);
+	CHECK(m && m->total_samples == 5 && m->outside_windows == 0);
+	sp_model_free(m);
+}
+
 int main(void)
 {
 	test_escape();
@@ -270,5 +302,6 @@ int main(void)
 	test_json();
 	test_table_layout();
 	test_collapse_model();
+	test_model_windows();
 	return check_exit("test-export");
 }

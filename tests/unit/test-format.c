@@ -1,5 +1,6 @@
 /*
- * test-format.c - the raw profile: round trip of every record type, a cut
+ * test-format.c - the raw profile: round trip of every record type, windows
+ * made from marks, a cut
  * at every byte (never a crash; records up to the last flush kept), bit
  * flips (caught, never a crash), junk and empty files.
  */
@@ -60,6 +61,10 @@ static void make_profile(const char *path)
 	CHECK(sp_writer_thread(w, &t) == 0);
 	struct sp_prof_range r = {.id = 1, .parent = 0, .name = "LINEAR PASS"};
 	CHECK(sp_writer_range(w, &r) == 0);
+	struct sp_prof_range r2 = {.id = 2, .parent = 1, .name = "conv1", .flags = SP_RANGE_MODULE};
+	CHECK(sp_writer_range(w, &r2) == 0);
+	struct sp_prof_mark mk = {.kind = SP_MARK_WINDOW_BEGIN, .time_ns = 500};
+	CHECK(sp_writer_mark(w, &mk) == 0);
 	uint64_t pcs[3] = {0x401000, 0x402000, 0x400100};
 	struct sp_prof_stack s = {.id = 1, .flags = SP_STACK_TRUNCATED, .depth = 3, .pcs = pcs};
 	CHECK(sp_writer_stack(w, &s) == 0);
@@ -77,11 +82,72 @@ static void make_profile(const char *path)
 		struct sp_prof_sample x = {.tid = 42, .stack = 1, .time_ns = 5000, .weight_ns = 7};
 		CHECK(sp_writer_sample(w, &x) == 0);
 	}
+	mk = (struct sp_prof_mark){.kind = SP_MARK_WINDOW_END, .time_ns = 4000};
+	CHECK(sp_writer_mark(w, &mk) == 0);
 	st.samples = 5;
 	st.flags = SP_STATS_FINAL;
 	CHECK(sp_writer_stats(w, &st) == 0);
 	CHECK(sp_writer_close(w) == 0);
 	close(fd);
+}
+
+/* Writes a profile whose only content is these marks. */
+static void make_marks(const char *path, const struct sp_prof_mark *mk, size_t n)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	struct sp_writer *w = sp_writer_new(fd);
+	struct sp_prof_header h = {
+	    .version = SP_PROFILE_VERSION, .timer = "", .cmdline = "", .exe = "", .hostname = ""};
+	CHECK(sp_writer_header(w, &h) == 0);
+	for (size_t i = 0; i < n; i++)
+		CHECK(sp_writer_mark(w, &mk[i]) == 0);
+	CHECK(sp_writer_close(w) == 0);
+	close(fd);
+}
+
+/* Windows: begin/end pairs, an open one at the end, stray and unknown marks, disorder. */
+static void test_windows(const char *path)
+{
+	char err[256];
+	enum { B = SP_MARK_WINDOW_BEGIN, E = SP_MARK_WINDOW_END };
+	const struct sp_prof_mark a[] = {
+	    {E, 50},		 /* an end with nothing open: ignored */
+	    {B, 100}, {B, 150},	 /* a begin while open: ignored */
+	    {E, 200}, {99, 250}, /* an unknown kind: kept, ignored */
+	    {B, 300},		 /* open to the end */
+	};
+	make_marks(path, a, sizeof(a) / sizeof(a[0]));
+	struct sp_profile *p = sp_profile_read(path, err, sizeof(err));
+	CHECK(p != NULL);
+	if (p) {
+		CHECK(p->n_marks == 6 && p->marks[4].kind == 99);
+		CHECK(p->n_windows == 2);
+		CHECK(p->n_windows == 2 && p->windows[0].begin_ns == 100 &&
+		      p->windows[0].end_ns == 200 && p->windows[1].begin_ns == 300 &&
+		      p->windows[1].end_ns == UINT64_MAX);
+		CHECK(!sp_profile_window(p, 99) && sp_profile_window(p, 100) &&
+		      sp_profile_window(p, 200) && !sp_profile_window(p, 201) &&
+		      !sp_profile_window(p, 299) && sp_profile_window(p, 300) &&
+		      sp_profile_window(p, UINT64_MAX - 1));
+		sp_profile_free(p);
+	}
+	/* out of order and overlapping (a damaged file): sorted and merged */
+	const struct sp_prof_mark b[] = {{B, 500}, {E, 600}, {B, 100}, {E, 550}, {B, 10}, {E, 20}};
+	make_marks(path, b, sizeof(b) / sizeof(b[0]));
+	p = sp_profile_read(path, err, sizeof(err));
+	CHECK(p != NULL);
+	if (p) {
+		CHECK(p->n_windows == 2 && p->windows[0].begin_ns == 10 &&
+		      p->windows[0].end_ns == 20 && p->windows[1].begin_ns == 100 &&
+		      p->windows[1].end_ns == 600);
+		CHECK(!sp_profile_window(p, 50) && sp_profile_window(p, 575));
+		sp_profile_free(p);
+	}
+	/* no marks: no windows */
+	make_marks(path, NULL, 0);
+	p = sp_profile_read(path, err, sizeof(err));
+	CHECK(p && p->n_windows == 0 && !sp_profile_window(p, 0));
+	sp_profile_free(p);
 }
 
 /* Whether two reads hold the same stacks and the same samples. */
@@ -123,11 +189,17 @@ int main(void)
 		CHECK(p->header.pid == 42 && !strcmp(p->header.cmdline, "prog --arg"));
 		CHECK(p->n_modules == 1 && p->modules[0].build_id_len == 4 &&
 		      p->modules[0].build_id[0] == 0xde);
-		CHECK(p->n_samples == 5 && p->n_stacks == 1 && p->n_ranges == 1 && p->n_jits == 1);
+		CHECK(p->n_samples == 5 && p->n_stacks == 1 && p->n_ranges == 2 && p->n_jits == 1);
 		CHECK(p->stacks[0].depth == 3 && p->stacks[0].pcs[2] == 0x400100);
 		CHECK(p->stacks[0].flags == SP_STACK_TRUNCATED);
 		CHECK(p->has_stats && p->stats.samples == 5 && p->stats.flags == SP_STATS_FINAL);
 		CHECK(!strcmp(p->ranges[0].name, "LINEAR PASS"));
+		CHECK(p->n_ranges == 2 && p->ranges[0].flags == 0 &&
+		      p->ranges[1].flags == SP_RANGE_MODULE && p->ranges[1].parent == 1);
+		CHECK(p->n_marks == 2 && p->marks[0].kind == SP_MARK_WINDOW_BEGIN &&
+		      p->marks[1].time_ns == 4000);
+		CHECK(p->n_windows == 1 && p->windows[0].begin_ns == 500 &&
+		      p->windows[0].end_ns == 4000);
 		CHECK(sp_profile_thread(p, 42) && !strcmp(sp_profile_thread(p, 42)->name, "main"));
 		sp_profile_free(p);
 	}
@@ -146,8 +218,11 @@ int main(void)
 		}
 		CHECK(q->status == SP_READ_TRUNCATED || q->status == SP_READ_OK);
 		CHECK(q->n_samples == 3 || q->n_samples == 5);
-		if (q->n_samples == 3)
+		if (q->n_samples == 3) {
 			kept_first_block++;
+			/* the end mark was in the lost block: the window stays open */
+			CHECK(q->n_windows == 1 && q->windows[0].end_ns == UINT64_MAX);
+		}
 		sp_profile_free(q);
 	}
 	CHECK(kept_first_block > 0);
@@ -180,6 +255,8 @@ int main(void)
 	CHECK(sp_profile_read(cut, err, sizeof(err)) == NULL);
 	CHECK(sp_profile_read("/nonexistent/x.prof", err, sizeof(err)) == NULL && errno == ENOENT);
 	CHECK(sp_profile_read(dir, err, sizeof(err)) == NULL);
+
+	test_windows(cut);
 
 	free(data);
 	unlink(path);

@@ -1,0 +1,203 @@
+#!/bin/bash
+# The Python package (python/stackprof) on every interpreter here: Debian's
+# python3 and pyenv's 3.10-3.13.
+# - without the preload: every call works and does nothing (no hooks, the
+#   decorator returns the function itself);
+# - under `stackprof run`: record_function ranges nest and close on
+#   exceptions, label_modules' module ranges nest and survive a forward
+#   that raised (checked on hook-calling stand-ins for nn.Module, so that no
+#   torch is needed), and in the profile the ranges are frames at the root
+#   of the stack and the profile() block is a window;
+# - `pip install ./python` works offline.
+. "$(dirname "$0")/lib.sh"
+find_pythons
+[ ${#PYTHONS[@]} -gt 0 ] || skip "no python3: neither Debian's nor pyenv's 3.10-3.13"
+[ -z "$PY_MISSING" ] || say "not installed, so not tested:$PY_MISSING"
+export PYTHONPATH="$SP_PYTHONPATH:$SP_SOURCE_DIR/tests/e2e"
+
+cat >api.py <<'EOF'
+import sys
+
+import splib
+import stackprof
+import stackprof.torch
+
+present = sys.argv[1] == "present"
+fails = []
+
+
+def expect(cond, what):
+    if not cond:
+        print("FAILED:", what)
+        fails.append(what)
+
+
+def depth_is(n, what):
+    d = splib.depth()
+    expect(d == (n if present else None), "%s: range depth %s, not %s" % (what, d, n))
+
+
+expect(stackprof.active() is present, "active() is %s" % present)
+for fn in (stackprof.start, stackprof.stop, stackprof.flush, stackprof.step):
+    expect(fn() is None, fn.__name__ + "() returns None")
+stackprof.start()
+
+for bad in ({"active": 0}, {"active": 1, "wait": -1}, {"active": 1.5}, {"active": True}):
+    kw = dict({"wait": 0, "warmup": 0}, **bad)
+    try:
+        stackprof.schedule(**kw)
+        expect(False, "schedule(%s) is refused" % kw)
+    except ValueError:
+        pass
+s = stackprof.schedule(wait=1, warmup=1, active=2, repeat=2)
+expect([s(i) for i in range(10)] == [0, 0, 1, 1, 0, 0, 1, 1, 0, 0], "schedule steps: %r" % s)
+stackprof.schedule(wait=0, warmup=0, active=1)  # every step sampled again
+
+
+def f(x):
+    return x + 1
+
+
+g = stackprof.record_function("DECO")(f)
+expect(g(1) == 2 and g.__name__ == "f", "the decorated function")
+expect((g is f) is not present, "without the profiler the decorator returns the function itself")
+
+# record_function: nesting, and closing on exceptions
+with stackprof.record_function("A"):
+    depth_is(1, "inside A")
+    try:
+        with stackprof.record_function("B"):
+            depth_is(2, "inside A, B")
+            raise KeyError("x")
+    except KeyError:
+        pass
+    depth_is(1, "after B raised")
+
+
+@stackprof.record_function("RAISES")
+def raises():
+    depth_is(1, "inside the decorated function")
+    raise KeyError("y")
+
+
+try:
+    raises()
+except KeyError:
+    pass
+depth_is(0, "after the decorated function raised")
+
+# label_modules: a module's range per call, nested as the calls nest
+seen = []
+net = splib.FakeModule(
+    lambda m, x: m.block(x),
+    block=splib.FakeModule(
+        lambda m, x: m.leaf(x), leaf=splib.FakeModule(lambda m, x: seen.append(splib.depth()) or x)
+    ),
+)
+h = stackprof.torch.label_modules(net)
+expect(len(h) == (3 if present else 0), "modules labelled: %d" % len(h))
+expect(net.hooks() == (6 if present else 0), "hooks registered: %d" % net.hooks())
+net(1)
+net(2)
+expect(seen == ([3, 3] if present else [None, None]), "depth in the leaf: %r" % seen)
+depth_is(0, "after the model")
+h.remove()
+expect(net.hooks() == 0, "remove() takes every hook off")
+
+
+def boom(m, x):
+    raise ValueError("boom")
+
+
+# a child raises, its parent catches it and calls another child
+def catcher(m, x):
+    try:
+        m.bad(x)
+    except ValueError:
+        pass
+    return m.good(x)
+
+
+seen = []
+c = splib.FakeModule(
+    catcher,
+    bad=splib.FakeModule(boom),
+    good=splib.FakeModule(lambda m, x: seen.append(splib.depth()) or x),
+)
+stackprof.torch.label_modules(c)
+c(1)
+expect(seen == ([2] if present else [None]), "good runs under its parent only: %r" % seen)
+depth_is(0, "after the parent caught its child's exception")
+
+# the whole model raises to the caller; the next call starts from scratch
+seen = []
+flaky = splib.FakeModule(
+    lambda m, x: m.inner(x),
+    inner=splib.FakeModule(lambda m, x: boom(m, x) if x < 0 else seen.append(splib.depth())),
+)
+stackprof.torch.label_modules(flaky)
+try:
+    flaky(-1)
+except ValueError:
+    pass
+flaky(1)
+expect(seen == ([2] if present else [None]), "after a failed call, the next nests from 0: %r" % seen)
+
+# sampled: the ranges become frames at the root of the stacks in the window
+with stackprof.profile():
+    with stackprof.record_function("OUTER"):
+        with stackprof.record_function("INNER"):
+            splib.work_zlib(0.4)
+    work = splib.FakeModule(lambda m: m.body(), body=splib.FakeModule(lambda m: splib.work_bz2(0.4)))
+    stackprof.torch.label_modules(work)
+    work()
+print("api ok" if not fails else "api FAILED")
+sys.exit(1 if fails else 0)
+EOF
+
+for py in "${PYTHONS[@]}"; do
+	v=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+	t=py$v-$(echo "$py" | cksum | cut -c1-4)
+	"$py" api.py absent >$t-absent.txt 2>&1
+	rc=$?
+	cat $t-absent.txt
+	check "$py ($v) without the preload: every call works and does nothing" \
+		[ $rc -eq 0 -a "$(tail -1 $t-absent.txt)" = "api ok" ]
+
+	"$SP" run --no-summary -F 1000 -o $t.prof -- "$py" api.py present >$t.txt 2>&1
+	rc=$?
+	cat $t.txt
+	check "$py ($v) under stackprof run: ranges nest and survive exceptions" \
+		[ $rc -eq 0 -a "$(tail -1 $t.txt)" = "api ok" ]
+	"$SP" collapse --frame func --metric samples $t.prof >$t.folded
+	"$SP" info $t.prof >$t.info
+	deflate=$(awk '/;deflate;/ { n += $NF } END { print n + 0 }' $t.folded)
+	bz=$(awk '/;BZ2_bzCompress;/ { n += $NF } END { print n + 0 }' $t.folded)
+	say "$v: deflate $deflate samples, $(share $t.folded '^OUTER;INNER;.*;deflate;')% of all under OUTER;INNER;" \
+		"BZ2_bzCompress $bz samples, $(share $t.folded '^FakeModule;body;.*;BZ2_bzCompress;')% of all under FakeModule;body"
+	check "$v: the zlib work was sampled (>= 100 samples)" [ "$deflate" -ge 100 ]
+	check "$v: >= 95% of it under the ranges OUTER;INNER, at the root" \
+		awk -v a="$(awk '/^OUTER;INNER;.*;deflate;/ { n += $NF } END { print n + 0 }' $t.folded)" \
+		-v b="$deflate" 'BEGIN { exit !(b > 0 && a >= 0.95 * b) }'
+	check "$v: the bz2 work was sampled (>= 100 samples)" [ "$bz" -ge 100 ]
+	check "$v: >= 95% of it under the module ranges FakeModule;body" \
+		awk -v a="$(awk '/^FakeModule;body;.*;BZ2_bzCompress;/ { n += $NF } END { print n + 0 }' $t.folded)" \
+		-v b="$bz" 'BEGIN { exit !(b > 0 && a >= 0.95 * b) }'
+	check "$v: the profile() block is a window" grep -q '^windows: *1 ' $t.info
+done
+
+# pip install ./python, offline, into a fresh venv of the newest interpreter
+newest=${PYTHONS[${#PYTHONS[@]} - 1]}
+if "$newest" -m venv venv >venv.txt 2>&1; then
+	PYTHONPATH= venv/bin/python -m pip install --no-index --no-cache-dir -q "$SP_SOURCE_DIR/python" >pip.txt 2>&1
+	rc=$?
+	cat pip.txt
+	check "pip install ./python works offline" [ $rc -eq 0 ]
+	PYTHONPATH= venv/bin/python -c 'import stackprof, stackprof.torch; print(stackprof.__file__)' >where.txt 2>&1
+	cat where.txt
+	check "and installs the package into the venv" grep -q "^$TMP/venv/.*/site-packages/stackprof/__init__.py$" where.txt
+else
+	cat venv.txt
+	say "no venv module in $newest: pip install not tested"
+fi
+finish

@@ -1,0 +1,90 @@
+#!/bin/bash
+# record_function in a sampled program: nested ranges are nested frames at
+# the root of the stack; the decorator form labels every call; a block or a
+# decorated function that raises leaves no range behind on later samples;
+# ranges belong to the thread that opened them.
+. "$(dirname "$0")/lib.sh"
+find_pythons
+[ ${#PYTHONS[@]} -gt 0 ] || skip "no python3: neither Debian's nor pyenv's 3.10-3.13"
+PY=${PYTHONS[0]}
+export PYTHONPATH="$SP_PYTHONPATH:$SP_SOURCE_DIR/tests/e2e"
+
+cat >ranges.py <<'EOF'
+import threading
+
+import splib
+import stackprof
+
+
+@stackprof.record_function("DECORATED")
+def decorated():
+    splib.work_bz2(0.3)
+
+
+@stackprof.record_function("DECO_RAISES")
+def deco_raises():
+    splib.work_zlib(0.2)
+    raise RuntimeError("deco")
+
+
+def with_raises():
+    with stackprof.record_function("WITH_RAISES"):
+        splib.work_zlib(0.2)
+        raise RuntimeError("with")
+
+
+with stackprof.record_function("OUTER"):
+    decorated()
+    decorated()
+for fn in (deco_raises, with_raises):
+    try:
+        fn()
+    except RuntimeError:
+        pass
+
+
+def worker():
+    with stackprof.record_function("WORKER"):
+        splib.work_bz2(0.3)
+
+
+t = threading.Thread(target=worker)
+t.start()
+splib.work_lzma(0.4)  # no range: neither the ones that raised nor the worker's
+t.join()
+print("ranges done")
+EOF
+
+"$SP" run --no-summary -F 1000 -o r.prof -- "$PY" ranges.py >r.txt 2>&1
+rc=$?
+cat r.txt
+check "the program ran ($PY)" [ $rc -eq 0 ]
+"$SP" collapse --frame func --metric samples r.prof >r.folded
+
+# lines WORK PREFIX: samples of stacks with the native function WORK, and of
+# those the ones whose stack starts with the frames PREFIX (a regex)
+lines() {
+	awk -v w=";$1;" -v p="^$2" 'index($0, w) { n += $NF; if ($0 ~ p) m += $NF } END { print n + 0, m + 0 }' r.folded
+}
+read -r bz bz_ok < <(lines BZ2_bzCompress '(OUTER;DECORATED|WORKER);')
+read -r de de_ok < <(lines deflate '(DECO_RAISES|WITH_RAISES);')
+read -r lz lz_ok < <(lines lzma_code '(_start|__clone3|clone3|libc\.so[^;]*);')
+say "bz2: $bz samples, $bz_ok under OUTER;DECORATED or WORKER"
+say "zlib: $de samples, $de_ok under DECO_RAISES or WITH_RAISES"
+say "lzma: $lz samples, $lz_ok under no range"
+check "the bz2 work was sampled (>= 200 samples)" [ "$bz" -ge 200 ]
+check "nested and decorated: >= 95% of it under OUTER;DECORATED or WORKER" \
+	awk -v a="$bz_ok" -v b="$bz" 'BEGIN { exit !(a >= 0.95 * b) }'
+check "both decorated calls: OUTER;DECORATED holds >= 300 samples" \
+	[ "$(awk '/^OUTER;DECORATED;.*;BZ2_bzCompress;/ { n += $NF } END { print n + 0 }' r.folded)" -ge 300 ]
+check "the worker thread's range: WORKER holds >= 150 samples" \
+	[ "$(awk '/^WORKER;.*;BZ2_bzCompress;/ { n += $NF } END { print n + 0 }' r.folded)" -ge 150 ]
+check "the zlib work was sampled (>= 200 samples)" [ "$de" -ge 200 ]
+check "inside blocks that raised: >= 95% of it under their range" \
+	awk -v a="$de_ok" -v b="$de" 'BEGIN { exit !(a >= 0.95 * b) }'
+check "the lzma work was sampled (>= 200 samples)" [ "$lz" -ge 200 ]
+check "after them, >= 99% of it under no range at all" \
+	awk -v a="$lz_ok" -v b="$lz" 'BEGIN { exit !(a >= 0.99 * b) }'
+check "no range ever nests under a range that raised" \
+	bash -c "! grep -qE '(DECO_RAISES|WITH_RAISES);(OUTER|DECORATED|WORKER|DECO_RAISES|WITH_RAISES);' r.folded"
+finish
