@@ -30,6 +30,9 @@
 #define SP_FD_HOLD_WAIT_NS 5000000000ull
 
 static int sp_floor = -1;
+/* libunwind's memory-test pipe, and whether this thread is inside libunwind */
+static struct sp_fd sp_unw_pipe[2];
+static __thread int sp_in_libunwind SP_TLS;
 static _Atomic(struct sp_fd *) *sp_reg; /* SP_FD_SPAN entries from sp_floor */
 static _Atomic int sp_prog;		/* the program's calls inside their section */
 static _Atomic int sp_ours;		/* a section of ours is open */
@@ -304,10 +307,62 @@ void sp_fds_atfork(int phase)
 	}
 }
 
+void sp_fd_libunwind(int on)
+{
+	sp_in_libunwind = on;
+}
+
+static bool sp_is_unw_pipe(const struct sp_fd *f)
+{
+	return f == &sp_unw_pipe[0] || f == &sp_unw_pipe[1];
+}
+
 /* ---- the program's calls ---------------------------------------------- */
+
+SP_EXPORT int pipe2(int fds[2], int flags)
+{
+	if (!sp_in_libunwind)
+		return (int)syscall(SYS_pipe2, fds, flags);
+	/* libunwind's memory-test pipe: stackprof's, high and registered */
+	int p[2], rc = -1;
+	if (!sp_fd_begin()) {
+		errno = EAGAIN;
+		return -1;
+	}
+	if (syscall(SYS_pipe2, p, flags | O_CLOEXEC) == 0) {
+		int a = sp_fd_keep(&sp_unw_pipe[0], p[0]);
+		int b = sp_fd_keep(&sp_unw_pipe[1], p[1]);
+		if (a >= 0 && b >= 0) {
+			fds[0] = a;
+			fds[1] = b;
+			rc = 0;
+		} else {
+			sp_fd_drop_number(&sp_unw_pipe[0]);
+			sp_fd_drop_number(&sp_unw_pipe[1]);
+			errno = EMFILE;
+		}
+	}
+	sp_fd_end();
+	return rc;
+}
+
+SP_EXPORT int pipe(int fds[2])
+{
+	return pipe2(fds, 0);
+}
 
 SP_EXPORT int close(int fd)
 {
+	if (sp_in_libunwind) {
+		/* libunwind closes only its own pipe; a number it lost is not its */
+		struct sp_fd *f = sp_owner(fd);
+		if (f && sp_is_unw_pipe(f)) {
+			sp_fd_close(f);
+			return 0;
+		}
+		errno = EBADF;
+		return -1;
+	}
 	sp_prog_enter();
 	int rc;
 	if (sp_owner(fd)) {

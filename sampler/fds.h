@@ -23,6 +23,12 @@
  *   the program asked. Users of a descriptor hold it (sp_fd_hold) while
  *   they use the number, so a move never pulls a number from under a
  *   write.
+ * - libunwind keeps a pipe to test memory with (it writes a byte of the
+ *   address to it); when a read from that pipe fails it closes both numbers
+ *   and makes a new pipe. Calls into libunwind are bracketed with
+ *   sp_fd_libunwind(): the pipe it makes meanwhile is registered as
+ *   stackprof's, and a close of a number it no longer owns (the program's
+ *   now) fails with EBADF instead of closing the program's file.
  * - As a last line for programs that close by raw system call, the writer
  *   checks its file's identity before each flush (writer.c), and a perf
  *   event's descriptor is checked by its event id before stackprof
@@ -95,6 +101,9 @@ void sp_fd_forget(struct sp_fd *f);
  * sp_fd_hold is paired with sp_fd_drop. Signal-safe. */
 SP_SIGSAFE int sp_fd_hold(struct sp_fd *f);
 SP_SIGSAFE void sp_fd_drop(struct sp_fd *f);
+
+/* Brackets a call into libunwind on this thread (on: 1, off: 0). Signal-safe. */
+SP_SIGSAFE void sp_fd_libunwind(int on);
 
 /* Fork hooks: 0 before fork, 1 in the parent, 2 in the child. */
 void sp_fds_atfork(int phase);

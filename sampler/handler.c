@@ -1,4 +1,5 @@
 #include "handler.h"
+#include "fds.h"
 #include "modules.h"
 #include "profile.h"
 #include "sampler.h"
@@ -87,6 +88,7 @@ void sp_handler(int sig, siginfo_t *si, void *uc)
 	struct sp_unwind_count cnt = {0, 0};
 	enum sp_unwind_mode mode = sp_g.cfg.unwind;
 	sp_in_unwind = 1;
+	sp_fd_libunwind(1);
 	size_t depth =
 	    sp_unwind_signal(uc, e + SP_ENTRY_PCS, max, &flags, mode == SP_UNWIND_LIBUNWIND, &cnt);
 	if (mode == SP_UNWIND_CHECK && t->check_pcs) {
@@ -97,6 +99,7 @@ void sp_handler(int sig, siginfo_t *si, void *uc)
 			atomic_fetch_add_explicit(&t->unw_differ, 1, memory_order_relaxed);
 	}
 	sp_in_unwind = 0;
+	sp_fd_libunwind(0);
 	sp_modules_leave();
 	atomic_fetch_add_explicit(&t->unw_fast, cnt.fast, memory_order_relaxed);
 	atomic_fetch_add_explicit(&t->unw_slow, cnt.slow, memory_order_relaxed);

@@ -50,6 +50,7 @@
 	X(sp_handler)                                                                              \
 	X(sp_stacks_differ)                                                                        \
 	X(sp_now_ns)                                                                               \
+	X(sp_fd_libunwind)                                                                         \
 	X(sp_thread_cpu_ns)                                                                        \
 	X(sp_gettid)                                                                               \
 	X(sp_trap_is_ours)                                                                         \

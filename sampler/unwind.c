@@ -1,6 +1,7 @@
 #include "sigsafe.h"
 #include "unwind.h"
 #include "cfi.h"
+#include "fds.h"
 #include "interpose.h"
 #include "modules.h"
 #include "profile.h"
@@ -46,8 +47,10 @@ int sp_unwind_init(void)
 	sp_unw.local_as = dlsym(h, "_ULx86_64_local_addr_space");
 	if (!sp_unw.init_local2 || !sp_unw.step || !sp_unw.get_reg || !sp_unw.local_as)
 		return -ENOSYS;
+	sp_fd_libunwind(1);
 	if (sp_unw.set_caching_policy)
 		sp_unw.set_caching_policy(*sp_unw.local_as, UNW_CACHE_NONE);
+	sp_fd_libunwind(0);
 	sp_unw.handle = h;
 	sp_unwind_warm();
 	return 0;
@@ -59,10 +62,14 @@ void sp_unwind_warm(void)
 		return;
 	ucontext_t uc;
 	unw_cursor_t c;
-	if (getcontext(&uc) < 0 || sp_unw.init_local2(&c, (unw_context_t *)&uc, 0) < 0)
+	if (getcontext(&uc) < 0)
 		return;
-	for (int i = 0; i < 64 && sp_unw.step(&c) > 0; i++)
-		;
+	/* the first call makes libunwind's memory-test pipe (fds.h) */
+	sp_fd_libunwind(1);
+	if (sp_unw.init_local2(&c, (unw_context_t *)&uc, 0) == 0)
+		for (int i = 0; i < 64 && sp_unw.step(&c) > 0; i++)
+			;
+	sp_fd_libunwind(0);
 }
 
 /* Whether the bytes before ra encode a call: the test that makes a stack word a return address. */
