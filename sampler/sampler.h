@@ -120,6 +120,13 @@ void sp_timers_resume_all(void);
 /* Whether the program took SIGPROF over and stackprof stepped aside for good. */
 bool sp_stepped_aside(void);
 
+/*
+ * Stops the timers and writes the final stats: what the destructor does at
+ * exit, and what exitsig.c does before the process kills itself with sig
+ * (0: a normal exit). Once per process; later calls return at once.
+ */
+void sp_finish(int sig);
+
 /* Monotonic time in ns. Signal-safe. */
 uint64_t sp_now_ns(void);
 
@@ -186,8 +193,9 @@ int sp_writer_start(void);
 void sp_writer_flush_now(void);
 /* Drains and flushes with stats marked "exec": the profile reads as complete if exec succeeds. */
 void sp_writer_exec_flush(void);
-/* Drains everything, writes the final stats, closes the file, joins the thread. */
-void sp_writer_stop(bool final);
+/* Drains everything, writes the final stats, closes the file, joins the thread.
+ * sig: the signal the process is about to end itself with, or 0. */
+void sp_writer_stop(bool final, int sig);
 /* Joins the writer thread, keeping the file and all state, and starts it
  * again. Samples wait in the rings meanwhile (a full ring drops them). */
 void sp_writer_park(void);

@@ -21,7 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 /* How often the rings are drained: a 1 MiB ring holds ~1 s of deep stacks at 1 kHz. */
@@ -71,9 +73,12 @@ struct sp_wstate {
 	bool flush_requested;
 	uint64_t flush_seq, flush_done;
 	int error;
+	int end_signal; /* the final stats say the process then ended by this signal */
 };
 
 static struct sp_wstate *sp_ws;
+
+static void sp_manifest_error(int err, const char *path);
 
 /* Range table, filled by api.c. */
 extern uint32_t sp_ranges_snapshot(uint32_t from, uint32_t *parent, const char **name,
@@ -376,6 +381,10 @@ static void sp_write_stats(struct sp_wstate *s, uint32_t flags)
 		if (atomic_load(&t->state) == SP_SLOT_LIVE)
 			sp_add_counters(&st, t);
 	}
+	if ((flags & SP_STATS_FINAL) && s->end_signal) {
+		flags |= SP_STATS_SIGNAL;
+		st.signal = s->end_signal;
+	}
 	st.flags = flags;
 	st.time_ns = sp_now_ns() - sp_g.start_mono_ns;
 	st.samples = s->samples;
@@ -385,18 +394,24 @@ static void sp_write_stats(struct sp_wstate *s, uint32_t flags)
 	sp_writer_stats(s->w, &st);
 }
 
+/* The first write error is said once, and recorded where `stackprof run` reads it. */
+static void sp_writer_failed(struct sp_wstate *s, int err)
+{
+	if (!err || s->error)
+		return;
+	s->error = err;
+	sp_log("writing the profile %s failed: %s; profiling goes on without it", sp_g.path,
+	       strerror(-err));
+	sp_manifest_error(-err, sp_g.path);
+}
+
 static void sp_flush(struct sp_wstate *s, uint32_t flags)
 {
 	sp_modules_sync(s);
 	sp_drain_all(s, true);
 	sp_jit_sync(s);
 	sp_write_stats(s, flags);
-	int err = sp_writer_flush(s->w);
-	if (err && !s->error) {
-		s->error = err;
-		sp_log("writing the profile %s failed: %s; profiling goes on without it", sp_g.path,
-		       strerror(-err));
-	}
+	sp_writer_failed(s, sp_writer_flush(s->w));
 	s->last_flush_ns = sp_now_ns();
 }
 
@@ -478,6 +493,17 @@ static int sp_open_output(char *path, size_t cap)
 	const char *out = sp_g.cfg.out;
 	int pid = (int)sp_g.pid;
 	int fd;
+	struct stat st;
+	if (out[0] && stat(out, &st) == 0 && !S_ISREG(st.st_mode)) {
+		/* /dev/null: profile and keep nothing (the cost without the
+		 * file). Anything else that is not a file (a FIFO, a device, a
+		 * directory) is refused, and no PATH.<pid> is made beside it. */
+		snprintf(path, cap, "%s", out);
+		if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3))
+			return open(out, O_WRONLY | O_CLOEXEC);
+		errno = ENOTSUP;
+		return -1;
+	}
 	if (out[0])
 		fd = sp_try_open(path, cap, sp_g.cfg.overwrite, "%s", out);
 	else
@@ -508,28 +534,53 @@ static void sp_read_cmdline(char *out, size_t cap)
 			out[i] = ' ';
 }
 
-/* Appends our file's path to STACKPROF_MANIFEST, so `stackprof run` can name every file. */
-static void sp_manifest_add(const char *path)
+/*
+ * STACKPROF_MANIFEST names a file to which every profiled process appends
+ * one line: its profile's absolute path when it starts writing it, and
+ * "!error ENAME PATH" (e.g. "!error ENOSPC /tmp/x.prof") if writing it
+ * failed. `stackprof run` reads it to name every file and every failure.
+ * The path is taken when the writer starts: the program may clear its
+ * environment later.
+ */
+static char sp_manifest[4096];
+
+/* Appends one line to the manifest; a single O_APPEND write, so that lines
+ * of several processes never interleave. */
+static void sp_manifest_line(const char *tag, const char *path)
 {
-	const char *m = getenv("STACKPROF_MANIFEST");
-	if (!m || !*m)
+	if (!sp_manifest[0])
 		return;
-	int fd = open(m, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+	int fd = open(sp_manifest, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return;
-	char abs[8192];
+	char line[8192 + 64];
 	char cwd[4096];
 	int n;
 	if (path[0] != '/' && getcwd(cwd, sizeof(cwd)))
-		n = snprintf(abs, sizeof(abs), "%s/%s\n", cwd, path);
+		n = snprintf(line, sizeof(line), "%s%s/%s\n", tag, cwd, path);
 	else
-		n = snprintf(abs, sizeof(abs), "%s\n", path);
-	if (n > 0 && (size_t)n < sizeof(abs)) {
-		/* one O_APPEND write: lines of several processes don't interleave */
-		ssize_t r = write(fd, abs, (size_t)n);
+		n = snprintf(line, sizeof(line), "%s%s\n", tag, path);
+	if (n > 0 && (size_t)n < sizeof(line)) {
+		ssize_t r = write(fd, line, (size_t)n);
 		(void)r;
 	}
 	close(fd);
+}
+
+static void sp_manifest_add(const char *path)
+{
+	sp_manifest_line("", path);
+}
+
+static void sp_manifest_error(int err, const char *path)
+{
+	char tag[64];
+	const char *name = strerrorname_np(err);
+	if (name)
+		snprintf(tag, sizeof(tag), "!error %s ", name);
+	else
+		snprintf(tag, sizeof(tag), "!error %d ", err);
+	sp_manifest_line(tag, path);
 }
 
 int sp_writer_start(void)
@@ -537,13 +588,25 @@ int sp_writer_start(void)
 	struct sp_wstate *s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	const char *m = getenv("STACKPROF_MANIFEST");
+	snprintf(sp_manifest, sizeof(sp_manifest), "%s", m ? m : "");
 	s->fd = sp_open_output(sp_g.path, sizeof(sp_g.path));
 	if (s->fd < 0) {
 		int e = errno;
-		sp_log("cannot create the profile %s: %s; not profiling", sp_g.path, strerror(e));
+		if (e == ENOTSUP)
+			sp_log("STACKPROF_OUT=%s is not a regular file (only /dev/null is allowed, "
+			       "to keep nothing); not profiling",
+			       sp_g.cfg.out);
+		else
+			sp_log("cannot create the profile %s: %s; not profiling", sp_g.path,
+			       strerror(e));
+		sp_manifest_error(e, sp_g.path);
 		free(s);
 		return -e;
 	}
+	/* a profile being written is not one `stackprof run` may replace: a
+	 * shared lock says so for as long as the file is open */
+	flock(s->fd, LOCK_SH | LOCK_NB);
 	s->w = sp_writer_new(s->fd);
 	if (!s->w) {
 		close(s->fd);
@@ -664,14 +727,15 @@ void sp_writer_unpark(void)
 		       strerror(rc));
 }
 
-void sp_writer_stop(bool final)
+void sp_writer_stop(bool final, int sig)
 {
 	struct sp_wstate *s = sp_ws;
 	if (!s)
 		return;
 	sp_writer_park();
+	s->end_signal = sig;
 	sp_flush(s, final ? SP_STATS_FINAL : 0);
-	sp_writer_close(s->w);
+	sp_writer_failed(s, sp_writer_close(s->w));
 	close(s->fd);
 	sp_ws = NULL;
 	/* a thread may still be in sp_writer_flush_now(), about to read
