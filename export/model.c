@@ -94,7 +94,7 @@ struct sp_builder {
 	signed char *range_keep; /* per raw range id: -1 unknown, 0 no, 1 inside opts->range */
 	uint32_t *thread_frame;	 /* per thread index: model frame + 1 */
 	size_t thread_frame_cap;
-	uint32_t trunc_frame, unknown_frame; /* + 1, 0 until made */
+	uint32_t trunc_frame, unwerr_frame, unknown_frame; /* + 1, 0 until made */
 };
 
 static bool sp_str_eq(const char *a, const char *b)
@@ -398,6 +398,18 @@ static int64_t sp_stack_intern(struct sp_builder *b)
 	return (int64_t)m->n_stacks++;
 }
 
+/* Pushes the synthetic frame name (made once, its id + 1 kept in *frame). */
+static int sp_push_marker(struct sp_builder *b, uint32_t *frame, const char *name, int kind)
+{
+	if (!*frame) {
+		int64_t f = sp_synth_frame(b, name, kind);
+		if (f < 0)
+			return (int)f;
+		*frame = (uint32_t)f + 1;
+	}
+	return sp_push_frame(b, *frame - 1, 0);
+}
+
 /* Builds the model stack for (thread, range, raw stack) into b->cur and interns it. */
 static int64_t sp_make_stack(struct sp_builder *b, uint32_t thread, uint32_t range,
 			     const struct sp_prof_stack *raw)
@@ -424,16 +436,14 @@ static int64_t sp_make_stack(struct sp_builder *b, uint32_t thread, uint32_t ran
 	}
 	if (!b->o->no_ranges && (rc = sp_push_ranges(b, range, 0)))
 		return rc;
-	if (raw && (raw->flags & SP_STACK_TRUNCATED)) {
-		if (!b->trunc_frame) {
-			int64_t f = sp_synth_frame(b, "[truncated]", SP_MFRAME_TRUNC);
-			if (f < 0)
-				return f;
-			b->trunc_frame = (uint32_t)f + 1;
-		}
-		if ((rc = sp_push_frame(b, b->trunc_frame - 1, 0)))
-			return rc;
-	}
+	/* a stack whose outer frames are missing must not look like a thread
+	 * root of its own: a marker root says why it ends there */
+	if (raw && (raw->flags & SP_STACK_TRUNCATED) &&
+	    (rc = sp_push_marker(b, &b->trunc_frame, "[truncated]", SP_MFRAME_TRUNC)))
+		return rc;
+	if (raw && (raw->flags & SP_STACK_UNWIND_ERR) && !(raw->flags & SP_STACK_TRUNCATED) &&
+	    (rc = sp_push_marker(b, &b->unwerr_frame, "[unwind error]", SP_MFRAME_UNWERR)))
+		return rc;
 	uint32_t depth = raw ? raw->depth : 0;
 	for (uint32_t i = depth; i-- > 0;) {
 		/* pcs[0] is where the thread was interrupted; the rest return addresses */

@@ -25,6 +25,7 @@
 #define SP_MFRAME_RANGE	 100 /* a named range: func is the range name */
 #define SP_MFRAME_THREAD 101 /* a per-thread root: func is "name-tid" */
 #define SP_MFRAME_TRUNC	 102 /* marks a stack cut at max depth: func is "[truncated]" */
+#define SP_MFRAME_UNWERR 103 /* marks a stack the unwinder stopped early: "[unwind error]" */
 
 struct sp_mframe {
 	const char *func;
@@ -38,7 +39,7 @@ struct sp_mframe {
 struct sp_mstack {
 	uint32_t n;
 	uint32_t *frames; /* indexes into model->frames, root first */
-	uint32_t *locs;	  /* parallel to frames: model->locs index + 1, 0 for range/thread/trunc */
+	uint32_t *locs;	  /* parallel to frames: model->locs index + 1, 0 for synthetic frames */
 	uint64_t weight_ns;
 	uint64_t samples;
 };
