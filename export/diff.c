@@ -113,9 +113,11 @@ int sp_diff_write(const struct sp_model *base, const struct sp_model *cur,
 				n--;
 				continue;
 			}
-			if (!b || !b->total_samples)
+			/* judged on the compared time: a function that was on the
+			 * stack but never the leaf in BASE had no self time to grow */
+			if (!b || !b->total_samples || d->base_ns == 0)
 				d->change = SP_ADDED;
-			else if (!c || !c->total_samples)
+			else if (!c || !c->total_samples || d->new_ns == 0)
 				d->change = SP_REMOVED;
 			else if (fabs(delta) <= threshold)
 				d->change = SP_UNCHANGED;

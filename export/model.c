@@ -199,6 +199,74 @@ static int sp_add_modules(struct sp_builder *b)
 	return 0;
 }
 
+/* Whether the n bytes at s name a versioned source directory: "python3.11-3.11.2", "glibc-2.36". */
+static bool sp_versioned_dir(const char *s, size_t n)
+{
+	for (size_t i = 1; i + 1 < n; i++)
+		if (s[i] == '-' && s[i + 1] >= '0' && s[i + 1] <= '9')
+			return true;
+	return false;
+}
+
+/* Past a build tree's root: ROOT/first-segment/[versioned-dir/...]. */
+static const char *sp_past_build_root(const char *path)
+{
+	static const char *const roots[] = {"/build/", "/builddir/build/BUILD/", "/usr/src/debug/",
+					    "/usr/src/"};
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+		size_t n = strlen(roots[i]);
+		if (strncmp(path, roots[i], n))
+			continue;
+		const char *p = path + n, *slash = strchr(p, '/');
+		if (!slash || slash == p)
+			return path;
+		p = slash + 1;
+		while ((slash = strchr(p, '/')) && sp_versioned_dir(p, (size_t)(slash - p)))
+			p = slash + 1;
+		return *p ? p : path;
+	}
+	return path;
+}
+
+const char *sp_model_short_path(const struct sp_model_opts *o, const char *path)
+{
+	if (!path || !o)
+		return path;
+	for (size_t i = 0; i < o->n_strip_prefixes; i++) {
+		const char *pre = o->strip_prefixes[i];
+		size_t n = strlen(pre);
+		while (n > 1 && pre[n - 1] == '/')
+			n--;
+		/* a whole directory: "/src" strips "/src/a.c", not "/srcx/a.c" */
+		if (n && !strncmp(path, pre, n) && (path[n] == '/' || pre[n - 1] == '/') &&
+		    path[n + (path[n] == '/')])
+			return path + n + (path[n] == '/');
+	}
+	if (!o->short_paths)
+		return path;
+	if (path[0] == '.') {
+		/* glibc's "./nptl/./nptl/x.c", "./csu/../csu/x.c": after the last dot segment */
+		const char *p = path, *q;
+		while ((q = strstr(p, "./")) && (q == path || q[-1] == '/' || q[-1] == '.'))
+			p = q + 2;
+		return *p ? p : path;
+	}
+	const char *p = sp_past_build_root(path);
+	if (p != path)
+		return p;
+	static char cwd[4096];
+	static bool have_cwd;
+	if (!have_cwd) {
+		have_cwd = true;
+		if (!getcwd(cwd, sizeof(cwd)) || !strcmp(cwd, "/"))
+			cwd[0] = '\0';
+	}
+	size_t n = strlen(cwd);
+	if (n && !strncmp(path, cwd, n) && path[n] == '/' && path[n + 1])
+		return path + n + 1;
+	return path;
+}
+
 static bool sp_tid_eq(const void *ctx, uint32_t idx)
 {
 	const struct sp_builder *b = ctx;
@@ -305,7 +373,7 @@ static int64_t sp_pc_loc(struct sp_builder *b, uint64_t pc, bool ret)
 	for (int k = n - 1; k >= 0; k--) {
 		struct sp_mframe f = {
 		    .func = fr[k].func ? fr[k].func : "[unknown]",
-		    .file = fr[k].file,
+		    .file = sp_model_short_path(b->o, fr[k].file),
 		    .line = fr[k].line,
 		    .module = fr[k].module,
 		    .offset = fr[k].offset,
