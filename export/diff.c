@@ -107,9 +107,9 @@ int sp_diff_write(const struct sp_model *base, const struct sp_model *cur,
 			sp_side(b, o->total, 1, &d->base_ns, &d->base_n);
 			sp_side(c, o->total, scale, &d->new_ns, &d->new_n);
 			double delta = d->new_ns - d->base_ns;
-			/* callers with no self time on either side say nothing about self time */
-			if (b && c && b->total_samples && c->total_samples && d->base_ns == 0 &&
-			    d->new_ns == 0) {
+			/* callers with no self time on either side (or only on one side's
+			 * stacks) say nothing about self time */
+			if (d->base_ns == 0 && d->new_ns == 0) {
 				n--;
 				continue;
 			}

@@ -223,6 +223,10 @@ static const char *sp_past_build_root(const char *path)
 		p = slash + 1;
 		while ((slash = strchr(p, '/')) && sp_versioned_dir(p, (size_t)(slash - p)))
 			p = slash + 1;
+		/* "build-static/../Python/ceval.c": a build directory stepped out of */
+		while ((slash = strchr(p, '/')) && !strncmp(slash, "/../", 4) && slash != p &&
+		       strncmp(p, "../", 3))
+			p = slash + 4;
 		return *p ? p : path;
 	}
 	return path;

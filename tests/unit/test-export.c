@@ -322,6 +322,9 @@ static void test_short_paths(void)
 	CHECK_STR(
 	    sp_model_short_path(&o, "/build/reproducible-path/python3.11-3.11.2/Python/ceval.c"),
 	    "Python/ceval.c");
+	CHECK_STR(sp_model_short_path(&o, "/build/reproducible-path/python3.11-3.11.2/"
+					  "build-static/../Python/ceval.c"),
+		  "Python/ceval.c");
 	CHECK_STR(sp_model_short_path(&o, "/build/glibc-SzJkuk/glibc-2.36/nptl/pthread_create.c"),
 		  "nptl/pthread_create.c");
 	CHECK_STR(sp_model_short_path(&o, "/usr/src/debug/zlib-1.2.13/deflate.c"), "deflate.c");
