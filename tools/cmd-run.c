@@ -807,19 +807,23 @@ static void sp_run_report(const struct sp_run *r)
 				r->o.out);
 		return;
 	}
+	for (size_t k = 1; k < r->nfiles; k++) {
+		int e = sp_run_write_error(r, r->files[k]);
+		if (e)
+			sp_cli_error("writing the profile %s failed: %s (%s)", r->files[k],
+				     sp_write_error_text(e), strerror(e));
+	}
 	if (err) {
+		/* errors are said even with --no-summary; nothing was "wrote" */
 		sp_cli_error("writing the profile %s failed: %s (%s); it holds what was "
 			     "written before that",
 			     first, sp_write_error_text(err), strerror(err));
 		if (r->replace)
 			sp_cli_error("%s still holds the earlier profile", r->o.out);
-	} else if (r->o.summary) {
-		sp_print_summary(first, &r->o);
+		return;
 	}
-	for (size_t k = 1; k < r->nfiles; k++)
-		if ((err = sp_run_write_error(r, r->files[k])))
-			sp_cli_error("writing the profile %s failed: %s (%s)", r->files[k],
-				     sp_write_error_text(err), strerror(err));
+	if (r->o.summary)
+		sp_print_summary(first, &r->o);
 	if (r->o.out && !r->rename_failed && !sp_same_file(first, r->o.out))
 		sp_cli_warn("run: %s was being written or replaced by another process; this "
 			    "profile stays in %s",
