@@ -54,36 +54,66 @@ static void sp_before_self_signal(int sig)
 	errno = e;
 }
 
+/*
+ * The real functions, looked up in the constructor: dlsym is not
+ * async-signal-safe, and a program may first raise() from a signal
+ * handler. A call before our constructor ran looks them up then.
+ */
+static int (*sp_real_kill)(pid_t, int);
+static int (*sp_real_killpg)(pid_t, int);
+static int (*sp_real_raise)(int);
+static int (*sp_real_pthread_kill)(pthread_t, int);
+static int (*sp_real_tgkill)(pid_t, pid_t, int);
+
+__attribute__((constructor)) static void sp_exitsig_init(void)
+{
+	sp_real_kill = SP_REAL(kill);
+	sp_real_killpg = SP_REAL(killpg);
+	sp_real_raise = SP_REAL(raise);
+	sp_real_pthread_kill = SP_REAL(pthread_kill);
+	sp_real_tgkill = SP_REAL(tgkill);
+}
+
 SP_EXPORT int kill(pid_t pid, int sig)
 {
 	if (pid == getpid() || pid == 0 || (pid < -1 && -pid == getpgrp()))
 		sp_before_self_signal(sig);
-	return SP_REAL(kill)(pid, sig);
+	if (!sp_real_kill)
+		sp_real_kill = SP_REAL(kill);
+	return sp_real_kill(pid, sig);
 }
 
 SP_EXPORT int killpg(pid_t pgrp, int sig)
 {
 	if (pgrp == 0 || pgrp == getpgrp())
 		sp_before_self_signal(sig);
-	return SP_REAL(killpg)(pgrp, sig);
+	if (!sp_real_killpg)
+		sp_real_killpg = SP_REAL(killpg);
+	return sp_real_killpg(pgrp, sig);
 }
 
 SP_EXPORT int raise(int sig)
 {
 	sp_before_self_signal(sig);
-	return SP_REAL(raise)(sig);
+	if (!sp_real_raise)
+		sp_real_raise = SP_REAL(raise);
+	return sp_real_raise(sig);
 }
 
 SP_EXPORT int pthread_kill(pthread_t thread, int sig)
 {
 	if (pthread_equal(thread, pthread_self()))
 		sp_before_self_signal(sig);
-	return SP_REAL(pthread_kill)(thread, sig);
+	if (!sp_real_pthread_kill)
+		sp_real_pthread_kill = SP_REAL(pthread_kill);
+	return sp_real_pthread_kill(thread, sig);
 }
 
 SP_EXPORT int tgkill(pid_t tgid, pid_t tid, int sig)
 {
 	if (tgid == getpid())
 		sp_before_self_signal(sig);
-	return SP_REAL(tgkill)(tgid, tid, sig);
+	if (!sp_real_tgkill)
+		sp_real_tgkill = SP_REAL(tgkill);
+	return sp_real_tgkill(tgid, tid, sig);
 }
