@@ -107,15 +107,17 @@ int sp_diff_write(const struct sp_model *base, const struct sp_model *cur,
 			sp_side(b, o->total, 1, &d->base_ns, &d->base_n);
 			sp_side(c, o->total, scale, &d->new_ns, &d->new_n);
 			double delta = d->new_ns - d->base_ns;
-			/* callers with no self time on either side say nothing about self time */
-			if (b && c && b->total_samples && c->total_samples && d->base_ns == 0 &&
-			    d->new_ns == 0) {
+			/* callers with no self time on either side (or only on one side's
+			 * stacks) say nothing about self time */
+			if (d->base_ns == 0 && d->new_ns == 0) {
 				n--;
 				continue;
 			}
-			if (!b || !b->total_samples)
+			/* judged on the compared time: a function that was on the
+			 * stack but never the leaf in BASE had no self time to grow */
+			if (!b || !b->total_samples || d->base_ns == 0)
 				d->change = SP_ADDED;
-			else if (!c || !c->total_samples)
+			else if (!c || !c->total_samples || d->new_ns == 0)
 				d->change = SP_REMOVED;
 			else if (fabs(delta) <= threshold)
 				d->change = SP_UNCHANGED;

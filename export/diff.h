@@ -3,9 +3,10 @@
  * compares two traces: which functions were added, removed, grew, shrank or
  * stayed the same, with sample counts and times on both sides.
  *
- * A function is "added" when it appears in no sample of the base, "removed"
- * when it appears in no sample of the new profile; otherwise its change in
- * the compared metric (self or total time) decides, and a change no larger
+ * A function is "added" when its compared time (self or total) is 0 in the
+ * base (it appears in no sample there, or, comparing self time, was never
+ * the leaf), "removed" when it is 0 in the new profile; otherwise its change
+ * in the compared metric decides, and a change no larger
  * than the threshold counts as unchanged (sampling noise). With normalize,
  * the new profile's times and counts are scaled to the base's total, so that
  * a longer run does not make everything look slower. Not async-signal-safe.

@@ -230,6 +230,7 @@ static void sp_fg_color(const struct sp_fg *g, const char *name, int kind, doubl
 		break;
 	case SP_MFRAME_THREAD:
 	case SP_MFRAME_TRUNC:
+	case SP_MFRAME_UNWERR:
 	case SP_FRAME_UNKNOWN:
 	case SP_FRAME_UNNAMED:
 		r = gr = b = 180 + (int)(30 * v1);

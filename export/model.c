@@ -94,7 +94,7 @@ struct sp_builder {
 	signed char *range_keep; /* per raw range id: -1 unknown, 0 no, 1 inside opts->range */
 	uint32_t *thread_frame;	 /* per thread index: model frame + 1 */
 	size_t thread_frame_cap;
-	uint32_t trunc_frame, unknown_frame; /* + 1, 0 until made */
+	uint32_t trunc_frame, unwerr_frame, unknown_frame; /* + 1, 0 until made */
 };
 
 static bool sp_str_eq(const char *a, const char *b)
@@ -197,6 +197,78 @@ static int sp_add_modules(struct sp_builder *b)
 			return rc;
 	}
 	return 0;
+}
+
+/* Whether the n bytes at s name a versioned source directory: "python3.11-3.11.2", "glibc-2.36". */
+static bool sp_versioned_dir(const char *s, size_t n)
+{
+	for (size_t i = 1; i + 1 < n; i++)
+		if (s[i] == '-' && s[i + 1] >= '0' && s[i + 1] <= '9')
+			return true;
+	return false;
+}
+
+/* Past a build tree's root: ROOT/first-segment/[versioned-dir/...]. */
+static const char *sp_past_build_root(const char *path)
+{
+	static const char *const roots[] = {"/build/", "/builddir/build/BUILD/", "/usr/src/debug/",
+					    "/usr/src/"};
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+		size_t n = strlen(roots[i]);
+		if (strncmp(path, roots[i], n))
+			continue;
+		const char *p = path + n, *slash = strchr(p, '/');
+		if (!slash || slash == p)
+			return path;
+		p = slash + 1;
+		while ((slash = strchr(p, '/')) && sp_versioned_dir(p, (size_t)(slash - p)))
+			p = slash + 1;
+		/* "build-static/../Python/ceval.c": a build directory stepped out of */
+		while ((slash = strchr(p, '/')) && !strncmp(slash, "/../", 4) && slash != p &&
+		       strncmp(p, "../", 3))
+			p = slash + 4;
+		return *p ? p : path;
+	}
+	return path;
+}
+
+const char *sp_model_short_path(const struct sp_model_opts *o, const char *path)
+{
+	if (!path || !o)
+		return path;
+	for (size_t i = 0; i < o->n_strip_prefixes; i++) {
+		const char *pre = o->strip_prefixes[i];
+		size_t n = strlen(pre);
+		while (n > 1 && pre[n - 1] == '/')
+			n--;
+		/* a whole directory: "/src" strips "/src/a.c", not "/srcx/a.c" */
+		if (n && !strncmp(path, pre, n) && (path[n] == '/' || pre[n - 1] == '/') &&
+		    path[n + (path[n] == '/')])
+			return path + n + (path[n] == '/');
+	}
+	if (!o->short_paths)
+		return path;
+	if (path[0] == '.') {
+		/* glibc's "./nptl/./nptl/x.c", "./csu/../csu/x.c": after the last dot segment */
+		const char *p = path, *q;
+		while ((q = strstr(p, "./")) && (q == path || q[-1] == '/' || q[-1] == '.'))
+			p = q + 2;
+		return *p ? p : path;
+	}
+	const char *p = sp_past_build_root(path);
+	if (p != path)
+		return p;
+	static char cwd[4096];
+	static bool have_cwd;
+	if (!have_cwd) {
+		have_cwd = true;
+		if (!getcwd(cwd, sizeof(cwd)) || !strcmp(cwd, "/"))
+			cwd[0] = '\0';
+	}
+	size_t n = strlen(cwd);
+	if (n && !strncmp(path, cwd, n) && path[n] == '/' && path[n + 1])
+		return path + n + 1;
+	return path;
 }
 
 static bool sp_tid_eq(const void *ctx, uint32_t idx)
@@ -305,7 +377,7 @@ static int64_t sp_pc_loc(struct sp_builder *b, uint64_t pc, bool ret)
 	for (int k = n - 1; k >= 0; k--) {
 		struct sp_mframe f = {
 		    .func = fr[k].func ? fr[k].func : "[unknown]",
-		    .file = fr[k].file,
+		    .file = sp_model_short_path(b->o, fr[k].file),
 		    .line = fr[k].line,
 		    .module = fr[k].module,
 		    .offset = fr[k].offset,
@@ -398,6 +470,18 @@ static int64_t sp_stack_intern(struct sp_builder *b)
 	return (int64_t)m->n_stacks++;
 }
 
+/* Pushes the synthetic frame name (made once, its id + 1 kept in *frame). */
+static int sp_push_marker(struct sp_builder *b, uint32_t *frame, const char *name, int kind)
+{
+	if (!*frame) {
+		int64_t f = sp_synth_frame(b, name, kind);
+		if (f < 0)
+			return (int)f;
+		*frame = (uint32_t)f + 1;
+	}
+	return sp_push_frame(b, *frame - 1, 0);
+}
+
 /* Builds the model stack for (thread, range, raw stack) into b->cur and interns it. */
 static int64_t sp_make_stack(struct sp_builder *b, uint32_t thread, uint32_t range,
 			     const struct sp_prof_stack *raw)
@@ -424,16 +508,14 @@ static int64_t sp_make_stack(struct sp_builder *b, uint32_t thread, uint32_t ran
 	}
 	if (!b->o->no_ranges && (rc = sp_push_ranges(b, range, 0)))
 		return rc;
-	if (raw && (raw->flags & SP_STACK_TRUNCATED)) {
-		if (!b->trunc_frame) {
-			int64_t f = sp_synth_frame(b, "[truncated]", SP_MFRAME_TRUNC);
-			if (f < 0)
-				return f;
-			b->trunc_frame = (uint32_t)f + 1;
-		}
-		if ((rc = sp_push_frame(b, b->trunc_frame - 1, 0)))
-			return rc;
-	}
+	/* a stack whose outer frames are missing must not look like a thread
+	 * root of its own: a marker root says why it ends there */
+	if (raw && (raw->flags & SP_STACK_TRUNCATED) &&
+	    (rc = sp_push_marker(b, &b->trunc_frame, "[truncated]", SP_MFRAME_TRUNC)))
+		return rc;
+	if (raw && (raw->flags & SP_STACK_UNWIND_ERR) && !(raw->flags & SP_STACK_TRUNCATED) &&
+	    (rc = sp_push_marker(b, &b->unwerr_frame, "[unwind error]", SP_MFRAME_UNWERR)))
+		return rc;
 	uint32_t depth = raw ? raw->depth : 0;
 	for (uint32_t i = depth; i-- > 0;) {
 		/* pcs[0] is where the thread was interrupted; the rest return addresses */

@@ -25,6 +25,7 @@
 #define SP_MFRAME_RANGE	 100 /* a named range: func is the range name */
 #define SP_MFRAME_THREAD 101 /* a per-thread root: func is "name-tid" */
 #define SP_MFRAME_TRUNC	 102 /* marks a stack cut at max depth: func is "[truncated]" */
+#define SP_MFRAME_UNWERR 103 /* marks a stack the unwinder stopped early: "[unwind error]" */
 
 struct sp_mframe {
 	const char *func;
@@ -38,7 +39,7 @@ struct sp_mframe {
 struct sp_mstack {
 	uint32_t n;
 	uint32_t *frames; /* indexes into model->frames, root first */
-	uint32_t *locs;	  /* parallel to frames: model->locs index + 1, 0 for range/thread/trunc */
+	uint32_t *locs;	  /* parallel to frames: model->locs index + 1, 0 for synthetic frames */
 	uint64_t weight_ns;
 	uint64_t samples;
 };
@@ -80,6 +81,12 @@ struct sp_model_opts {
 	const char *range;	/* keep only samples inside a range of this name */
 	const char *search_dir; /* extra directory to look for modules by basename */
 	bool all_samples;	/* keep samples outside the profile's windows too */
+	/* File names in frames: these prefixes are removed from their start (the
+	 * first that matches), and with short_paths build trees too (see
+	 * sp_model_short_path). */
+	const char *const *strip_prefixes;
+	size_t n_strip_prefixes;
+	bool short_paths;
 };
 
 /* Samples of a filtered-out thread or range are dropped before anything is
@@ -134,6 +141,19 @@ int sp_model_parse_tids(const char *s, int32_t **tids, size_t *n);
  * memory; the caller frees.
  */
 uint32_t *sp_model_samples_by_thread(const struct sp_model *m);
+
+/*
+ * The file name o shows for path: path itself, or a pointer into it past a
+ * prefix that o strips. With o->short_paths, also past a build tree's root,
+ * so that the path reads from the source tree's top:
+ *   /build/reproducible-path/python3.11-3.11.2/Python/ceval.c  Python/ceval.c
+ *   /build/glibc-6Vb2a7/glibc-2.36/nptl/pthread_create.c     nptl/pthread_create.c
+ *   /usr/src/debug/pkg-1.0/src/a.c                            src/a.c
+ *   ./nptl/./nptl/pthread_create.c                            nptl/pthread_create.c
+ *   $PWD/src/a.c                                              src/a.c
+ * Returns NULL for NULL.
+ */
+const char *sp_model_short_path(const struct sp_model_opts *o, const char *path);
 
 /* Thread label "name-tid", or "tid" when unnamed, into out; returns out. */
 char *sp_model_thread_label(const struct sp_mthread *t, char *out, size_t len);

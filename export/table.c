@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* memrchr */
 #include "table.h"
 #include "buf.h"
 #include "htab.h"
@@ -34,11 +35,12 @@ struct sp_table {
 
 int sp_table_sort_parse(const char *s, enum sp_table_sort *out)
 {
-	if (!strcmp(s, "self_cpu_time_total"))
+	/* top's names for the same columns are accepted too */
+	if (!strcmp(s, "self_cpu_time_total") || !strcmp(s, "self"))
 		*out = SP_TABLE_SELF;
-	else if (!strcmp(s, "cpu_time_total"))
+	else if (!strcmp(s, "cpu_time_total") || !strcmp(s, "total"))
 		*out = SP_TABLE_TOTAL;
-	else if (!strcmp(s, "count"))
+	else if (!strcmp(s, "count") || !strcmp(s, "samples"))
 		*out = SP_TABLE_COUNT;
 	else
 		return -EINVAL;
@@ -199,14 +201,78 @@ static void sp_sep(FILE *out, int name_w, int n_cols, int src_w)
 	putc('\n', out);
 }
 
-/* torch's trim_path: keep the end of an entry that does not fit, behind "...". */
-static const char *sp_trim(char *s, int w, char *tmp, size_t tmplen)
+/*
+ * Appends n bytes of s cut to want bytes (want >= 3) by replacing its middle
+ * with "...": head bytes of the start stay, and the rest of the room goes to
+ * the end, where a path has its file name and an argument list its close.
+ */
+static size_t sp_cut_middle(char *out, const char *s, size_t n, size_t want, size_t head)
 {
-	size_t len = strlen(s);
-	if ((int)len <= w)
+	if (n <= want) {
+		memcpy(out, s, n);
+		return n;
+	}
+	if (head > want - 3)
+		head = want - 3;
+	size_t tail = want - 3 - head;
+	memcpy(out, s, head);
+	memcpy(out + head, "...", 3);
+	memcpy(out + head + 3, s + n - tail, tail);
+	return want;
+}
+
+/*
+ * Fits a Source Location entry "file(line): function(args)" into w columns
+ * (torch keeps the end behind "...", which loses the function's name when
+ * the argument list is long). What stays, in this order: the function's
+ * name, the file's base name and line, the argument list, the directories.
+ * So the middle of the path goes first (its head and its file name stay),
+ * then the middle of the argument list, and only a name wider than the
+ * column loses its own middle.
+ */
+static const char *sp_fit(const char *s, int w, char *out, size_t cap)
+{
+	size_t len = strlen(s), width = (size_t)w;
+	if (len <= width || width < 16 || cap <= width)
 		return s;
-	snprintf(tmp, tmplen, "...%s", s + len - (size_t)w + 3);
-	return tmp;
+	const char *sep = strstr(s, "): ");
+	size_t loc_len = sep ? (size_t)(sep - s) + 3 : 0;
+	const char *func = s + loc_len;
+	size_t func_len = len - loc_len;
+	size_t name_len = strcspn(func, "(");
+	if (name_len == 0)
+		name_len = func_len; /* "(anonymous namespace)::f": no argument list to cut */
+	/* the least each part keeps: "...ceval.c(123): ", and "name(...)" */
+	const char *slash = loc_len ? memrchr(s, '/', loc_len) : NULL;
+	size_t base_len = slash ? loc_len - (size_t)(slash + 1 - s) : loc_len;
+	size_t loc_min = base_len + 3 < loc_len ? base_len + 3 : loc_len;
+	size_t func_min = name_len < func_len ? name_len + 5 : func_len;
+	size_t loc_want = width > func_len ? width - func_len : 0;
+	if (loc_want < loc_min)
+		loc_want = loc_min;
+	if (loc_want + func_min > width)
+		loc_want = 0; /* no room for both: the function wins */
+	size_t o = 0;
+	if (loc_want) {
+		size_t head = (loc_want - 3) / 3;
+		if (loc_want - 3 - head < base_len)
+			head = loc_want - 3 > base_len ? loc_want - 3 - base_len : 0;
+		o = sp_cut_middle(out, s, loc_len, loc_want, head);
+	}
+	size_t room = width - o;
+	if (func_len <= room) {
+		memcpy(out + o, func, func_len);
+		o += func_len;
+	} else if (name_len + 5 <= room) {
+		memcpy(out + o, func, name_len);
+		o += name_len;
+		o += sp_cut_middle(out + o, func + name_len, func_len - name_len, room - name_len,
+				   (room - name_len - 3) / 2);
+	} else {
+		o += sp_cut_middle(out + o, func, func_len, room, (room - 3) / 2);
+	}
+	out[o] = '\0';
+	return out;
 }
 
 #define SP_N_COLS 6
@@ -292,7 +358,7 @@ int sp_table_write(const struct sp_model *m, const struct sp_table_opts *o, FILE
 			const char *e = "";
 			if (r->n) {
 				sp_entry_text(m, t.entries[r->off], &b);
-				e = sp_trim((char *)b.data, sw, tmp, sizeof(tmp));
+				e = sp_fit((char *)b.data, sw, tmp, sizeof(tmp));
 			}
 			sp_cell(out, e, sw, true);
 		}
@@ -301,7 +367,7 @@ int sp_table_write(const struct sp_model *m, const struct sp_table_opts *o, FILE
 			for (uint32_t k = 1; k < r->n; k++) {
 				sp_blank_cells(out, nw);
 				sp_entry_text(m, t.entries[r->off + k], &b);
-				sp_cell(out, sp_trim((char *)b.data, sw, tmp, sizeof(tmp)), sw,
+				sp_cell(out, sp_fit((char *)b.data, sw, tmp, sizeof(tmp)), sw,
 					true);
 				putc('\n', out);
 			}

@@ -13,12 +13,16 @@
  * names are cut to 52 characters and "..."), numeric columns are 12 wide and
  * right aligned, every column is followed by two spaces (so lines end with
  * two spaces), the Source Location column is left aligned, as wide as its
- * longest entry + 4 (at most 75; longer entries keep their end behind
- * "..."), and with N > 0 each row's entries span N lines, innermost first,
+ * longest entry + 4 (at most 75), and with N > 0 each row's entries span N lines, innermost first,
  * followed by a blank line. Columns: Name, Self CPU %, Self CPU,
  * CPU total %, CPU total, Samples (where torch has "CPU time avg" and
  * "# of Calls": a sampler knows no calls, and total/samples would only
  * restate the sampling period). Footer: "Self CPU time total: 218.803ms".
+ *
+ * One departure: torch cuts a Source Location that does not fit from the
+ * left, behind "...", which loses the function's name when its argument
+ * list is long. Here the middle of the path is cut first, then the middle
+ * of the argument list; the function's name stays.
  */
 #ifndef SP_EXPORT_TABLE_H
 #define SP_EXPORT_TABLE_H
@@ -40,7 +44,8 @@ struct sp_table_opts {
 	size_t row_limit; /* 0 prints every row */
 };
 
-/* Parses a PyTorch sort key name ("self_cpu_time_total", ...). 0 or -EINVAL. */
+/* Parses a PyTorch sort key name ("self_cpu_time_total", "cpu_time_total",
+ * "count") or top's name for it ("self", "total", "samples"). 0 or -EINVAL. */
 int sp_table_sort_parse(const char *s, enum sp_table_sort *out);
 
 /*

@@ -8,13 +8,25 @@
 
 int sp_top_col_parse(const char *s, enum sp_top_col *out, bool *ascending)
 {
-	static const char *const names[] = {"self", "total", "samples", "name"};
+	/* torch's sort keys name the same columns */
+	static const struct {
+		const char *name;
+		enum sp_top_col col;
+	} names[] = {
+	    {"self", SP_TOP_SELF},
+	    {"total", SP_TOP_TOTAL},
+	    {"samples", SP_TOP_SAMPLES},
+	    {"name", SP_TOP_NAME},
+	    {"self_cpu_time_total", SP_TOP_SELF},
+	    {"cpu_time_total", SP_TOP_TOTAL},
+	    {"count", SP_TOP_SAMPLES},
+	};
 	*ascending = s[0] == '+';
 	if (*ascending)
 		s++;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(s, names[i])) {
-			*out = (enum sp_top_col)i;
+		if (!strcmp(s, names[i].name)) {
+			*out = names[i].col;
 			/* names read best A to Z unless asked otherwise */
 			if (*out == SP_TOP_NAME)
 				*ascending = !*ascending;

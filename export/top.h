@@ -36,7 +36,8 @@ struct sp_top_opts {
 	double percent_above;	 /* keep self share > this percentage; < 0 to keep all */
 };
 
-/* Parses a column name: self, total, samples, name (a leading '+' sets ascending). */
+/* Parses a column name: self, total, samples, name, or torch's self_cpu_time_total,
+ * cpu_time_total, count (a leading '+' sets ascending). */
 int sp_top_col_parse(const char *s, enum sp_top_col *out, bool *ascending);
 
 /* 0, -ENOMEM, or -errno of the first write error. */

@@ -60,8 +60,9 @@ enum sp_rec_type {
 #define SP_MARK_WINDOW_END   2u /* stackprof_window_end(): it closes */
 
 /* Stats flags. */
-#define SP_STATS_FINAL 0x1u /* written by a clean shutdown */
-#define SP_STATS_EXEC  0x2u /* written just before exec() */
+#define SP_STATS_FINAL	0x1u /* written by a clean shutdown */
+#define SP_STATS_EXEC	0x2u /* written just before exec() */
+#define SP_STATS_SIGNAL 0x4u /* with FINAL: the process then ended itself by a signal */
 
 struct sp_prof_header {
 	uint32_t version;
@@ -162,6 +163,7 @@ struct sp_prof_stats {
 	uint64_t unwind_slow;	/* frames stepped by libunwind */
 	uint64_t unwind_differ; /* STACKPROF_UNWIND=check: samples where the unwinders differ */
 	bool unwind_checked;	/* the run was in check mode */
+	int32_t signal;		/* SP_STATS_SIGNAL: the signal the process killed itself with */
 };
 
 /* ---------------------------------------------------------------- writer */
@@ -214,7 +216,9 @@ uint64_t sp_writer_bytes(const struct sp_writer *w);
 enum sp_read_status {
 	SP_READ_OK = 0,	       /* complete: ended with a clean zlib stream end */
 	SP_READ_TRUNCATED = 1, /* cut off: records up to the last checkpoint are kept */
-	SP_READ_CORRUPT = 2,   /* bad data: records up to the last good checkpoint are kept */
+	SP_READ_CORRUPT = 2,   /* bad data: records up to the last good checkpoint are kept;
+				* also a whole profile followed by more bytes (two files
+				* concatenated), which keeps every record */
 };
 
 /* A whole profile in memory. Arrays are in file order; ids index nothing. */

@@ -14,6 +14,8 @@
 /* Bounds that no real profile reaches; they stop a corrupt length from asking for gigabytes. */
 #define SP_MAX_RECORD (64u << 20)
 #define SP_MAX_DEPTH  65536u
+/* Above this size, a file mostly made of holes is not a profile. */
+#define SP_SPARSE_MIN (64ull << 20)
 
 struct sp_counts {
 	size_t modules, threads, stacks, samples, ranges, jits, marks;
@@ -319,6 +321,8 @@ static bool sp_parse_record(struct sp_reader *r, uint8_t type, const uint8_t *da
 			s.unwind_checked = d > 0;
 			s.unwind_differ = d ? d - 1 : 0;
 		}
+		if (c.p < c.end)
+			s.signal = (int32_t)sp_cursor_uleb(&c);
 		if (p->stats.timer != r->committed.stats.timer)
 			sp_stats_release(&p->stats);
 		p->stats = s;
@@ -475,21 +479,39 @@ const struct sp_prof_thread *sp_profile_thread(const struct sp_profile *p, int32
 	return NULL;
 }
 
+/*
+ * Reads the whole file. Only a regular file that begins with the magic is
+ * read past its first bytes: a FIFO, a device or a huge file of holes
+ * must not hang or stall a command (-EINVAL, -ENOEXEC, -EFBIG in *err).
+ */
 static uint8_t *sp_slurp(const char *path, size_t *len, int *err)
 {
 	uint8_t *data = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: opening a FIFO would wait for a writer */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		*err = errno;
 		return NULL;
 	}
 	struct stat st;
+	char magic[SP_PROFILE_MAGIC_LEN];
 	if (fstat(fd, &st) < 0) {
 		*err = errno;
 		goto out;
 	}
 	if (!S_ISREG(st.st_mode)) {
 		*err = EINVAL;
+		goto out;
+	}
+	if (pread(fd, magic, sizeof(magic), 0) != (ssize_t)sizeof(magic) ||
+	    memcmp(magic, SP_PROFILE_MAGIC, sizeof(magic))) {
+		*err = ENOEXEC;
+		goto out;
+	}
+	/* compressed data has no runs of zeros for a filesystem to leave out */
+	if ((uint64_t)st.st_size > SP_SPARSE_MIN &&
+	    (uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size / 2) {
+		*err = EFBIG;
 		goto out;
 	}
 	data = malloc((size_t)st.st_size + 1);
@@ -512,6 +534,57 @@ out:
 	return data;
 }
 
+/*
+ * Says what a file without the magic looks like, so that the user knows what
+ * was given instead: nothing, collapsed stacks, another profiler's file.
+ */
+static void sp_describe_not_profile(const char *path, char *err, size_t errlen)
+{
+	unsigned char head[512];
+	ssize_t n = -1;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd >= 0) {
+		n = pread(fd, head, sizeof(head), 0);
+		close(fd);
+	}
+	const char *what = NULL;
+	if (n >= 4 && !memcmp(head, "\177ELF", 4))
+		what = "an ELF file";
+	else if (n >= 2 && head[0] == 0x1f && head[1] == 0x8b)
+		what = "gzip data (a pprof profile?)";
+	else if (n >= 8 && (!memcmp(head, "PERFILE2", 8) || !memcmp(head, "PERFFILE", 8)))
+		what = "a perf.data file";
+	else if (n > 0) {
+		/* collapsed stacks: text lines "frame;frame... COUNT" */
+		size_t len = (size_t)n, line_end = 0;
+		while (line_end < len && head[line_end] != '\n')
+			line_end++;
+		bool text = true;
+		for (size_t i = 0; i < line_end; i++)
+			if (head[i] < 0x20 && head[i] != '\t')
+				text = false;
+		size_t k = line_end;
+		while (k > 0 && head[k - 1] == '\r')
+			k--;
+		size_t digits = 0;
+		while (k > digits && head[k - 1 - digits] >= '0' && head[k - 1 - digits] <= '9')
+			digits++;
+		if (text && digits && k > digits && head[k - 1 - digits] == ' ' &&
+		    (line_end < len || len < sizeof(head)))
+			what = "collapsed stacks text (the output of stackprof collapse or "
+			       "stackcollapse), not a raw profile";
+		else if (text && line_end)
+			what = "a text file";
+	}
+	if (n == 0)
+		snprintf(err, errlen, "%s: empty file, not a stackprof profile", path);
+	else if (what)
+		snprintf(err, errlen, "%s: not a stackprof profile: this looks like %s", path,
+			 what);
+	else
+		snprintf(err, errlen, "%s: not a stackprof profile (bad magic)", path);
+}
+
 struct sp_profile *sp_profile_read(const char *path, char *err, size_t errlen)
 {
 	struct sp_profile *p = NULL;
@@ -525,13 +598,18 @@ struct sp_profile *sp_profile_read(const char *path, char *err, size_t errlen)
 	memset(&r, 0, sizeof(r));
 	file = sp_slurp(path, &flen, &e);
 	if (!file) {
-		if (err)
+		if (err && e == ENOEXEC)
+			sp_describe_not_profile(path, err, errlen);
+		else if (err)
 			snprintf(err, errlen, "%s: %s", path,
-				 e == EINVAL ? "not a regular file" : strerror(e));
-		errno = e;
+				 e == EINVAL  ? "not a regular file"
+				 : e == EFBIG ? "mostly holes (a sparse file): not a profile"
+					      : strerror(e));
+		errno = e == ENOEXEC ? EINVAL : e;
 		goto fail;
 	}
 	if (flen < SP_PROFILE_MAGIC_LEN || memcmp(file, SP_PROFILE_MAGIC, SP_PROFILE_MAGIC_LEN)) {
+		/* it changed between the two reads */
 		if (err)
 			snprintf(err, errlen, "%s: not a stackprof profile (bad magic)", path);
 		errno = EINVAL;
@@ -587,6 +665,16 @@ struct sp_profile *sp_profile_read(const char *path, char *err, size_t errlen)
 	if (p->status == SP_READ_OK && ended && (plen || r.n_records)) {
 		/* a clean zlib end must also end on a checkpoint */
 		sp_set_error(p, SP_READ_CORRUPT, "trailing data after the last checkpoint");
+	}
+	if (p->status == SP_READ_OK && ended && z.avail_in) {
+		/* the profile is whole, but it is not all the file holds */
+		const uint8_t *rest = z.next_in;
+		bool another = z.avail_in >= SP_PROFILE_MAGIC_LEN &&
+			       !memcmp(rest, SP_PROFILE_MAGIC, SP_PROFILE_MAGIC_LEN);
+		sp_set_error(p, SP_READ_CORRUPT,
+			     "%u bytes follow the end of the profile at byte %llu%s", z.avail_in,
+			     (unsigned long long)(flen - z.avail_in),
+			     another ? ": another profile (two files concatenated?)" : "");
 	}
 	/* a process that exec'ed ends its stream with a flush, not a zlib end */
 	bool exec_end = p->has_stats && (p->stats.flags & SP_STATS_EXEC) && !plen && !r.n_records;

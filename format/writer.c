@@ -229,6 +229,7 @@ int sp_writer_stats(struct sp_writer *w, const struct sp_prof_stats *s)
 	sp_buf_put_uleb(b, s->unwind_slow);
 	/* check mode only: "no difference" and "not compared" must read apart */
 	sp_buf_put_uleb(b, s->unwind_checked ? s->unwind_differ + 1 : 0);
+	sp_buf_put_uleb(b, s->flags & SP_STATS_SIGNAL ? (uint32_t)s->signal : 0);
 	return sp_writer_emit(w, SP_REC_STATS);
 }
 

@@ -5,6 +5,7 @@
  * table, module snapshot, libunwind, the writer) exists before the first
  * timer is armed, and the handler is installed before that too.
  */
+#include "main.h"
 #include "api.h"
 #include "fork.h"
 #include "modules.h"
@@ -82,16 +83,30 @@ __attribute__((constructor)) static void sp_init(void)
 		       sp_g.cfg.freq_hz);
 }
 
-__attribute__((destructor)) static void sp_fini(void)
+/* The process that finishes (or finished) its profile; a fork child is another. */
+static _Atomic pid_t sp_finisher;
+
+void sp_finish(int sig)
 {
-	if (!atomic_load(&sp_g.enabled) || getpid() != sp_g.pid)
+	pid_t me = getpid();
+	pid_t was = atomic_load(&sp_finisher);
+	do {
+		if (was == me)
+			return; /* done, or under way on another thread */
+	} while (!atomic_compare_exchange_weak(&sp_finisher, &was, me));
+	if (!atomic_load(&sp_g.enabled) || me != sp_g.pid)
 		return;
 	atomic_store(&sp_g.stopping, true);
 	sp_timers_pause_all();
 	if (sp_g.timer->stop)
 		sp_g.timer->stop();
-	sp_writer_stop(true);
+	sp_writer_stop(true, sig);
 	atomic_store(&sp_g.enabled, false);
 	if (sp_g.cfg.verbose)
 		sp_log("profile written to %s", sp_g.path);
+}
+
+__attribute__((destructor)) static void sp_fini(void)
+{
+	sp_finish(0);
 }

@@ -21,7 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 /* How often the rings are drained: a 1 MiB ring holds ~1 s of deep stacks at 1 kHz. */
@@ -81,9 +83,12 @@ struct sp_wstate {
 	bool flush_requested;
 	uint64_t flush_seq, flush_done;
 	int error;
+	int end_signal; /* the final stats say the process then ended by this signal */
 };
 
 static struct sp_wstate *sp_ws;
+
+static void sp_manifest_error(int err, const char *path);
 
 static uint64_t sp_hash_stack(const uint64_t *pcs, size_t n, uint32_t flags)
 {
@@ -398,6 +403,10 @@ static void sp_write_stats(struct sp_wstate *s, uint32_t flags)
 		if (atomic_load(&t->state) == SP_SLOT_LIVE)
 			sp_add_counters(&st, t);
 	}
+	if ((flags & SP_STATS_FINAL) && s->end_signal) {
+		flags |= SP_STATS_SIGNAL;
+		st.signal = s->end_signal;
+	}
 	st.flags = flags;
 	st.time_ns = sp_now_ns() - sp_g.start_mono_ns;
 	st.samples = s->samples;
@@ -506,6 +515,17 @@ static bool sp_out_check(struct sp_wstate *s)
 	return true;
 }
 
+/* The first write error is said once, and recorded where `stackprof run` reads it. */
+static void sp_writer_failed(struct sp_wstate *s, int err)
+{
+	if (!err || s->error)
+		return;
+	s->error = err;
+	sp_log("writing the profile %s failed: %s; profiling goes on without it", sp_g.path,
+	       strerror(-err));
+	sp_manifest_error(-err, s->out_abs);
+}
+
 static void sp_flush(struct sp_wstate *s, uint32_t flags)
 {
 	sp_modules_sync(s);
@@ -513,12 +533,7 @@ static void sp_flush(struct sp_wstate *s, uint32_t flags)
 	sp_jit_sync(s);
 	sp_write_stats(s, flags);
 	/* while the file can't be written the flush waits, and the bytes with it */
-	int err = sp_out_check(s) ? sp_writer_flush(s->w) : s->out_gone ? -EBADF : 0;
-	if (err && !s->error) {
-		s->error = err;
-		sp_log("writing the profile %s failed: %s; profiling goes on without it", sp_g.path,
-		       strerror(-err));
-	}
+	sp_writer_failed(s, sp_out_check(s) ? sp_writer_flush(s->w) : s->out_gone ? -EBADF : 0);
 	s->last_flush_ns = sp_now_ns();
 }
 
@@ -601,6 +616,21 @@ static int sp_open_output(struct sp_fd *f, char *path, size_t cap)
 	const char *out = sp_g.cfg.out;
 	int pid = (int)sp_g.pid;
 	int fd;
+	struct stat st;
+	if (out[0] && stat(out, &st) == 0 && !S_ISREG(st.st_mode)) {
+		/* /dev/null: profile and keep nothing (the cost without the
+		 * file). Anything else that is not a file (a FIFO, a device, a
+		 * directory) is refused, and no PATH.<pid> is made beside it. */
+		snprintf(path, cap, "%s", out);
+		if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3)) {
+			fd = sp_fd_open(f, out, O_WRONLY, 0);
+			if (fd < 0)
+				errno = -fd;
+			return fd < 0 ? -1 : fd;
+		}
+		errno = ENOTSUP;
+		return -1;
+	}
 	if (out[0])
 		fd = sp_try_open(f, path, cap, sp_g.cfg.overwrite, "%s", out);
 	else
@@ -631,7 +661,6 @@ static void sp_read_cmdline(char *out, size_t cap)
 			out[i] = ' ';
 }
 
-/* Appends our file's path to STACKPROF_MANIFEST, so `stackprof run` can name every file. */
 /* The absolute form of path (relative to the directory now), into out. */
 static void sp_abs_path(const char *path, char *out, size_t cap)
 {
@@ -645,23 +674,51 @@ static void sp_abs_path(const char *path, char *out, size_t cap)
 		snprintf(out, cap, "%s", path);
 }
 
-static void sp_manifest_add(const char *abs)
+/*
+ * STACKPROF_MANIFEST names a file to which every profiled process appends
+ * one line: its profile's absolute path when it starts writing it, and
+ * "!error ENAME PATH" (e.g. "!error ENOSPC /tmp/x.prof") if writing it
+ * failed. `stackprof run` reads it to name every file and every failure.
+ * The path is taken when the writer starts: the program may clear its
+ * environment later.
+ */
+static char sp_manifest[4096];
+
+/* Appends one line to the manifest; a single O_APPEND write, so that lines
+ * of several processes never interleave. */
+static void sp_manifest_line(const char *tag, const char *path)
 {
-	const char *m = getenv("STACKPROF_MANIFEST");
-	if (!m || !*m)
+	if (!sp_manifest[0])
 		return;
 	struct sp_fd mf = {0};
-	int fd = sp_fd_open(&mf, m, O_WRONLY | O_APPEND | O_NOFOLLOW, 0);
+	int fd = sp_fd_open(&mf, sp_manifest, O_WRONLY | O_APPEND | O_NOFOLLOW, 0);
 	if (fd < 0)
 		return;
-	char line[8192];
-	int n = snprintf(line, sizeof(line), "%s\n", abs);
+	char line[8192 + 64];
+	char abs[4096];
+	sp_abs_path(path, abs, sizeof(abs));
+	int n = snprintf(line, sizeof(line), "%s%s\n", tag, abs);
 	if (n > 0 && (size_t)n < sizeof(line)) {
-		/* one O_APPEND write: lines of several processes don't interleave */
 		ssize_t r = write(fd, line, (size_t)n);
 		(void)r;
 	}
 	sp_fd_close(&mf);
+}
+
+static void sp_manifest_add(const char *path)
+{
+	sp_manifest_line("", path);
+}
+
+static void sp_manifest_error(int err, const char *path)
+{
+	char tag[64];
+	const char *name = strerrorname_np(err);
+	if (name)
+		snprintf(tag, sizeof(tag), "!error %s ", name);
+	else
+		snprintf(tag, sizeof(tag), "!error %d ", err);
+	sp_manifest_line(tag, path);
 }
 
 int sp_writer_start(void)
@@ -669,10 +726,19 @@ int sp_writer_start(void)
 	struct sp_wstate *s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	const char *m = getenv("STACKPROF_MANIFEST");
+	snprintf(sp_manifest, sizeof(sp_manifest), "%s", m ? m : "");
 	int fd = sp_open_output(&s->out, sp_g.path, sizeof(sp_g.path));
 	if (fd < 0) {
 		int e = errno;
-		sp_log("cannot create the profile %s: %s; not profiling", sp_g.path, strerror(e));
+		if (e == ENOTSUP)
+			sp_log("STACKPROF_OUT=%s is not a regular file (only /dev/null is allowed, "
+			       "to keep nothing); not profiling",
+			       sp_g.cfg.out);
+		else
+			sp_log("cannot create the profile %s: %s; not profiling", sp_g.path,
+			       strerror(e));
+		sp_manifest_error(e, sp_g.path);
 		free(s);
 		return -e;
 	}
@@ -683,6 +749,9 @@ int sp_writer_start(void)
 	}
 	sp_abs_path(sp_g.path, s->out_abs, sizeof(s->out_abs));
 	sp_buf_init(&s->pending);
+	/* a profile being written is not one `stackprof run` may replace: a
+	 * shared lock says so for as long as the file is open */
+	flock(fd, LOCK_SH | LOCK_NB);
 	s->w = sp_writer_new_sink(sp_out_sink, s);
 	if (!s->w) {
 		sp_fd_close(&s->out);
@@ -804,14 +873,15 @@ void sp_writer_unpark(void)
 		       strerror(rc));
 }
 
-void sp_writer_stop(bool final)
+void sp_writer_stop(bool final, int sig)
 {
 	struct sp_wstate *s = sp_ws;
 	if (!s)
 		return;
 	sp_writer_park();
+	s->end_signal = sig;
 	sp_flush(s, final ? SP_STATS_FINAL : 0);
-	sp_writer_close(s->w);
+	sp_writer_failed(s, sp_writer_close(s->w));
 	/* the stream's end may still wait for the file (fds.h) */
 	if ((s->out_lost || s->pending.len) && !sp_out_check(s))
 		sp_log("the end of the profile could not be written to %s", s->out_abs);

@@ -26,9 +26,10 @@ void sp_writer_flush_now(void);
  * complete if the exec succeeds. */
 void sp_writer_exec_flush(void);
 
-/* Drains everything, writes the last stats (final: a clean exit), closes
- * the file and joins the thread. */
-void sp_writer_stop(bool final);
+/* Drains everything, writes the last stats (final: a clean exit; sig: the
+ * signal the process is about to end itself with, or 0), closes the file
+ * and joins the thread. */
+void sp_writer_stop(bool final, int sig);
 
 /*
  * Joins the writer thread, keeping the file and all state, and starts it

@@ -227,275 +227,335 @@ static int sp_linetab_sort(struct sp_linetab *t)
 	return 0;
 }
 
-int sp_linetab_new(const struct sp_linesrc *src, uint64_t off, unsigned address_size,
-		   const char *comp_dir, struct sp_linetab **out)
-{
-	int rc = -EINVAL;
-	size_t files_cap = 0, rows_cap = 0;
-	const char **dirs = NULL;
-	size_t n_dirs = 0;
-	*out = NULL;
-	if (!src->line || off >= src->line_len || (address_size != 4 && address_size != 8))
-		return -EINVAL;
-	struct sp_linetab *t = calloc(1, sizeof(*t));
-	if (!t)
-		return -ENOMEM;
-	sp_arena_init(&t->strings);
-
-	struct sp_lcur c = {src->line + off, src->line + src->line_len, false};
-	unsigned offset_size = 4;
-	uint64_t unit_length = sp_lcur_fixed(&c, 4);
-	if (unit_length == 0xffffffffu) {
-		offset_size = 8;
-		unit_length = sp_lcur_fixed(&c, 8);
-	}
-	if (c.bad || unit_length > (uint64_t)(c.end - c.p))
-		goto out;
-	c.end = c.p + unit_length;
-	unsigned version = (unsigned)sp_lcur_fixed(&c, 2);
-	if (version < 2 || version > 5)
-		goto out;
-	if (version >= 5 && (sp_lcur_fixed(&c, 1) != address_size || sp_lcur_fixed(&c, 1) != 0))
-		goto out;
-	uint64_t header_length = sp_lcur_fixed(&c, offset_size);
-	const uint8_t *header_start = c.p;
-	unsigned min_inst = (unsigned)sp_lcur_fixed(&c, 1);
-	unsigned max_ops = version >= 4 ? (unsigned)sp_lcur_fixed(&c, 1) : 1;
-	unsigned default_is_stmt = (unsigned)sp_lcur_fixed(&c, 1);
-	int line_base = (int8_t)sp_lcur_fixed(&c, 1);
-	unsigned line_range = (unsigned)sp_lcur_fixed(&c, 1);
-	unsigned opcode_base = (unsigned)sp_lcur_fixed(&c, 1);
-	(void)default_is_stmt;
-	if (c.bad || !max_ops || !opcode_base || (size_t)(c.end - c.p) < opcode_base - 1)
-		goto out;
-	const uint8_t *std_len = c.p - 1; /* std_len[op] for 1 <= op < opcode_base */
-	c.p += opcode_base - 1;
-
-	/* directories */
+/*
+ * A line program being decoded: what its header says, and the state the
+ * steps below share. Each step returns 0, -EINVAL for a program this
+ * decoder does not handle, or -ENOMEM.
+ */
+struct sp_lineprog {
+	const struct sp_linesrc *src;
+	struct sp_lcur c;
+	struct sp_linetab *t;
+	unsigned version, offset_size, address_size;
+	const uint8_t *header_end;
+	unsigned min_inst, max_ops, line_range, opcode_base;
+	int line_base;
+	const uint8_t *std_len; /* std_len[op] for 1 <= op < opcode_base */
+	const char **dirs;
+	size_t n_dirs, dirs_cap, files_cap, rows_cap;
 	struct sp_lfmt fmt[256];
-	if (version < 5) {
-		size_t cap = 16;
-		dirs = malloc(cap * sizeof(*dirs));
-		if (!dirs)
-			goto nomem;
-		dirs[n_dirs++] = comp_dir;
-		for (;;) {
-			const char *d = sp_lcur_cstr(&c);
-			if (!d || !d[0])
-				break;
-			if (n_dirs == cap) {
-				const char **p = realloc(dirs, 2 * cap * sizeof(*p));
-				if (!p)
-					goto nomem;
-				dirs = p;
-				cap *= 2;
-			}
-			dirs[n_dirs++] = d;
-		}
-	} else {
-		int nf = sp_lcur_formats(&c, fmt);
-		uint64_t count = sp_lcur_uleb(&c);
-		if (nf < 0 || c.bad || (nf == 0 && count) ||
-		    (nf && count > (uint64_t)(c.end - c.p) / (unsigned)nf))
-			goto out;
-		dirs = malloc((count ? count : 1) * sizeof(*dirs));
-		if (!dirs)
-			goto nomem;
-		for (uint64_t i = 0; i < count; i++) {
-			const char *d = NULL;
-			for (int k = 0; k < nf; k++) {
-				const char *s;
-				uint64_t v;
-				if (!sp_lcur_form(&c, src, fmt[k].form, offset_size, &s, &v))
-					goto out;
-				if (fmt[k].desc == DW_LNCT_path)
-					d = s;
-			}
-			if (!d || c.bad)
-				goto out;
-			dirs[n_dirs++] = d;
-		}
+};
+
+/* The registers of the line state machine. */
+struct sp_linestate {
+	uint64_t addr;
+	unsigned op_index, column;
+	uint64_t file;
+	int64_t line;
+};
+
+/* The unit header, up to the directory table. */
+static int sp_lineprog_header(struct sp_lineprog *p, uint64_t off)
+{
+	struct sp_lcur *c = &p->c;
+	*c = (struct sp_lcur){p->src->line + off, p->src->line + p->src->line_len, false};
+	p->offset_size = 4;
+	uint64_t unit_length = sp_lcur_fixed(c, 4);
+	if (unit_length == 0xffffffffu) {
+		p->offset_size = 8;
+		unit_length = sp_lcur_fixed(c, 8);
 	}
+	if (c->bad || unit_length > (uint64_t)(c->end - c->p))
+		return -EINVAL;
+	c->end = c->p + unit_length;
+	p->version = (unsigned)sp_lcur_fixed(c, 2);
+	if (p->version < 2 || p->version > 5)
+		return -EINVAL;
+	if (p->version >= 5 && (sp_lcur_fixed(c, 1) != p->address_size || sp_lcur_fixed(c, 1) != 0))
+		return -EINVAL;
+	uint64_t header_length = sp_lcur_fixed(c, p->offset_size);
+	if (c->bad || header_length > (uint64_t)(c->end - c->p))
+		return -EINVAL;
+	p->header_end = c->p + header_length;
+	p->min_inst = (unsigned)sp_lcur_fixed(c, 1);
+	p->max_ops = p->version >= 4 ? (unsigned)sp_lcur_fixed(c, 1) : 1;
+	sp_lcur_fixed(c, 1); /* default_is_stmt: every row is kept either way */
+	p->line_base = (int8_t)sp_lcur_fixed(c, 1);
+	p->line_range = (unsigned)sp_lcur_fixed(c, 1);
+	p->opcode_base = (unsigned)sp_lcur_fixed(c, 1);
+	if (c->bad || !p->max_ops || !p->opcode_base ||
+	    (size_t)(c->end - c->p) < p->opcode_base - 1)
+		return -EINVAL;
+	p->std_len = c->p - 1;
+	c->p += p->opcode_base - 1;
+	return 0;
+}
 
-	/* files: index 0 is libdw's "???" before DWARF 5, the first entry in 5 */
-	if (version < 5) {
-		if (sp_linetab_add_file(t, &files_cap, NULL, "???"))
-			goto nomem;
-		for (;;) {
-			const char *name = sp_lcur_cstr(&c);
-			if (!name || !name[0])
-				break;
-			uint64_t di = sp_lcur_uleb(&c);
-			sp_lcur_uleb(&c);
-			sp_lcur_uleb(&c);
-			if (c.bad || di >= n_dirs)
-				goto out;
-			if (sp_linetab_add_file(t, &files_cap, dirs[di], name))
-				goto nomem;
-		}
-	} else {
-		int nf = sp_lcur_formats(&c, fmt);
-		uint64_t count = sp_lcur_uleb(&c);
-		if (nf < 0 || c.bad || (nf == 0 && count) ||
-		    (nf && count > (uint64_t)(c.end - c.p) / (unsigned)nf))
-			goto out;
-		if (!count && sp_linetab_add_file(t, &files_cap, NULL, "???"))
-			goto nomem;
-		for (uint64_t i = 0; i < count; i++) {
-			const char *name = NULL;
-			uint64_t di = UINT64_MAX;
-			for (int k = 0; k < nf; k++) {
-				const char *s;
-				uint64_t v;
-				if (!sp_lcur_form(&c, src, fmt[k].form, offset_size, &s, &v))
-					goto out;
-				if (fmt[k].desc == DW_LNCT_path)
-					name = s;
-				else if (fmt[k].desc == DW_LNCT_directory_index)
-					di = v;
-			}
-			if (!name || c.bad || di >= n_dirs)
-				goto out;
-			if (sp_linetab_add_file(t, &files_cap, dirs[di], name))
-				goto nomem;
-		}
+static int sp_lineprog_add_dir(struct sp_lineprog *p, const char *d)
+{
+	if (p->n_dirs == p->dirs_cap) {
+		size_t cap = p->dirs_cap ? p->dirs_cap * 2 : 16;
+		const char **v = realloc(p->dirs, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		p->dirs = v;
+		p->dirs_cap = cap;
 	}
-	if (c.bad || c.p != header_start + header_length)
-		goto out;
+	p->dirs[p->n_dirs++] = d;
+	return 0;
+}
 
-	/* the program */
-	uint64_t addr = 0;
-	unsigned op_index = 0, column = 0;
-	uint64_t file = 1;
-	int64_t line = 1;
-#define SP_ADVANCE(op)                                                                             \
-	do {                                                                                       \
-		uint64_t adv_ = (op);                                                              \
-		addr += min_inst * ((op_index + adv_) / max_ops);                                  \
-		op_index = (unsigned)((op_index + adv_) % max_ops);                                \
-	} while (0)
-#define SP_ROW(is_end)                                                                             \
-	do {                                                                                       \
-		if (t->n == rows_cap) {                                                            \
-			size_t n_ = rows_cap ? rows_cap * 2 : 1024;                                \
-			struct sp_linerow *p_ = realloc(t->rows, n_ * sizeof(*p_));                \
-			if (!p_)                                                                   \
-				goto nomem;                                                        \
-			t->rows = p_;                                                              \
-			rows_cap = n_;                                                             \
-		}                                                                                  \
-		t->rows[t->n++] =                                                                  \
-		    (struct sp_linerow){addr, (uint32_t)file, (int32_t)line, column, (is_end)};    \
-	} while (0)
+/*
+ * Reads a DWARF 5 entry list (directories or files): its format, then count
+ * entries of it, storing each entry's path and directory index.
+ */
+static int sp_lineprog_entries5(struct sp_lineprog *p, bool files)
+{
+	struct sp_lcur *c = &p->c;
+	int nf = sp_lcur_formats(c, p->fmt);
+	uint64_t count = sp_lcur_uleb(c);
+	if (nf < 0 || c->bad || (nf == 0 && count) ||
+	    (nf && count > (uint64_t)(c->end - c->p) / (unsigned)nf))
+		return -EINVAL;
+	if (files && !count && sp_linetab_add_file(p->t, &p->files_cap, NULL, "???"))
+		return -ENOMEM;
+	for (uint64_t i = 0; i < count; i++) {
+		const char *path = NULL;
+		uint64_t di = UINT64_MAX;
+		for (int k = 0; k < nf; k++) {
+			const char *s;
+			uint64_t v;
+			if (!sp_lcur_form(c, p->src, p->fmt[k].form, p->offset_size, &s, &v))
+				return -EINVAL;
+			if (p->fmt[k].desc == DW_LNCT_path)
+				path = s;
+			else if (p->fmt[k].desc == DW_LNCT_directory_index)
+				di = v;
+		}
+		if (!path || c->bad || (files && di >= p->n_dirs))
+			return -EINVAL;
+		int rc = files ? sp_linetab_add_file(p->t, &p->files_cap, p->dirs[di], path)
+			       : sp_lineprog_add_dir(p, path);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
 
-	while (c.p < c.end && !c.bad) {
-		unsigned op = *c.p++;
-		if (op >= opcode_base) {
-			if (!line_range)
-				goto out;
+/* Directory 0 is DW_AT_comp_dir before DWARF 5, the table's first entry in 5. */
+static int sp_lineprog_dirs(struct sp_lineprog *p, const char *comp_dir)
+{
+	if (p->version >= 5)
+		return sp_lineprog_entries5(p, false);
+	int rc = sp_lineprog_add_dir(p, comp_dir);
+	for (const char *d; !rc && (d = sp_lcur_cstr(&p->c)) && d[0];)
+		rc = sp_lineprog_add_dir(p, d);
+	return rc;
+}
+
+/* File 0 is libdw's "???" before DWARF 5, the table's first entry in 5. */
+static int sp_lineprog_files(struct sp_lineprog *p)
+{
+	struct sp_lcur *c = &p->c;
+	int rc = 0;
+	if (p->version >= 5)
+		rc = sp_lineprog_entries5(p, true);
+	else if (sp_linetab_add_file(p->t, &p->files_cap, NULL, "???"))
+		rc = -ENOMEM;
+	else
+		for (const char *name; !rc && (name = sp_lcur_cstr(c)) && name[0];) {
+			uint64_t di = sp_lcur_uleb(c);
+			sp_lcur_uleb(c); /* mtime */
+			sp_lcur_uleb(c); /* length */
+			if (c->bad || di >= p->n_dirs)
+				return -EINVAL;
+			rc = sp_linetab_add_file(p->t, &p->files_cap, p->dirs[di], name);
+		}
+	if (!rc && (c->bad || c->p != p->header_end))
+		rc = -EINVAL;
+	return rc;
+}
+
+static int sp_lineprog_row(struct sp_lineprog *p, const struct sp_linestate *st, uint32_t end)
+{
+	struct sp_linetab *t = p->t;
+	if (t->n == p->rows_cap) {
+		size_t n = p->rows_cap ? p->rows_cap * 2 : 1024;
+		struct sp_linerow *rows = realloc(t->rows, n * sizeof(*rows));
+		if (!rows)
+			return -ENOMEM;
+		t->rows = rows;
+		p->rows_cap = n;
+	}
+	t->rows[t->n++] =
+	    (struct sp_linerow){st->addr, (uint32_t)st->file, (int32_t)st->line, st->column, end};
+	return 0;
+}
+
+static void sp_lineprog_advance(const struct sp_lineprog *p, struct sp_linestate *st, uint64_t adv)
+{
+	st->addr += p->min_inst * ((st->op_index + adv) / p->max_ops);
+	st->op_index = (unsigned)((st->op_index + adv) % p->max_ops);
+}
+
+static void sp_linestate_reset(struct sp_linestate *st)
+{
+	*st = (struct sp_linestate){.file = 1, .line = 1};
+}
+
+/* An extended opcode (after its 0 byte). */
+static int sp_lineprog_extended(struct sp_lineprog *p, struct sp_linestate *st)
+{
+	struct sp_lcur *c = &p->c;
+	uint64_t len = sp_lcur_uleb(c);
+	if (!len || len > (uint64_t)(c->end - c->p))
+		return -EINVAL;
+	const uint8_t *next = c->p + len;
+	int rc = 0;
+	switch (*c->p++) {
+	case DW_LNE_end_sequence:
+		rc = sp_lineprog_row(p, st, 1);
+		sp_linestate_reset(st);
+		break;
+	case DW_LNE_set_address:
+		st->addr = sp_lcur_fixed(c, p->address_size);
+		st->op_index = 0;
+		break;
+	case DW_LNE_define_file: {
+		const char *name = sp_lcur_cstr(c);
+		uint64_t di = sp_lcur_uleb(c);
+		if (!name || c->bad || di >= p->n_dirs)
+			return -EINVAL;
+		rc = sp_linetab_add_file(p->t, &p->files_cap, p->dirs[di], name);
+		break;
+	}
+	default:
+		break;
+	}
+	c->p = next;
+	return rc;
+}
+
+/* A standard opcode (1 <= op < opcode_base). */
+static int sp_lineprog_standard(struct sp_lineprog *p, struct sp_linestate *st, unsigned op)
+{
+	struct sp_lcur *c = &p->c;
+	switch (op) {
+	case DW_LNS_copy:
+		return sp_lineprog_row(p, st, 0);
+	case DW_LNS_advance_pc:
+		sp_lineprog_advance(p, st, sp_lcur_uleb(c));
+		break;
+	case DW_LNS_advance_line:
+		st->line = (int64_t)((uint64_t)st->line + (uint64_t)sp_lcur_sleb(c));
+		break;
+	case DW_LNS_set_file:
+		st->file = sp_lcur_uleb(c);
+		break;
+	case DW_LNS_set_column:
+		st->column = (unsigned)sp_lcur_uleb(c);
+		break;
+	case DW_LNS_const_add_pc:
+		if (!p->line_range)
+			return -EINVAL;
+		sp_lineprog_advance(p, st, (255 - p->opcode_base) / p->line_range);
+		break;
+	case DW_LNS_fixed_advance_pc:
+		st->addr += sp_lcur_fixed(c, 2);
+		st->op_index = 0;
+		break;
+	case DW_LNS_set_isa:
+		sp_lcur_uleb(c);
+		break;
+	case DW_LNS_negate_stmt:
+	case DW_LNS_set_basic_block:
+	case DW_LNS_set_prologue_end:
+	case DW_LNS_set_epilogue_begin:
+		break;
+	default:
+		/* an opcode newer than this decoder: skip its operands */
+		for (unsigned k = p->std_len[op]; k > 0; k--)
+			sp_lcur_uleb(c);
+		break;
+	}
+	return 0;
+}
+
+/* Runs the line program, one row per row it emits. */
+static int sp_lineprog_run(struct sp_lineprog *p)
+{
+	struct sp_lcur *c = &p->c;
+	struct sp_linestate st;
+	int rc = 0;
+	sp_linestate_reset(&st);
+	while (!rc && c->p < c->end && !c->bad) {
+		unsigned op = *c->p++;
+		if (op >= p->opcode_base) {
+			if (!p->line_range)
+				return -EINVAL;
+			unsigned adj = op - p->opcode_base;
 			/* wrap, don't overflow: a corrupt table may say anything */
-			line = (int64_t)((uint64_t)line +
-					 (uint64_t)(int64_t)(line_base + (int)((op - opcode_base) %
-									       line_range)));
-			SP_ADVANCE((op - opcode_base) / line_range);
-			SP_ROW(0);
+			st.line = (int64_t)((uint64_t)st.line +
+					    (uint64_t)(int64_t)(p->line_base +
+								(int)(adj % p->line_range)));
+			sp_lineprog_advance(p, &st, adj / p->line_range);
+			rc = sp_lineprog_row(p, &st, 0);
 		} else if (op == 0) {
-			uint64_t len = sp_lcur_uleb(&c);
-			if (!len || len > (uint64_t)(c.end - c.p))
-				goto out;
-			const uint8_t *next = c.p + len;
-			unsigned sub = *c.p++;
-			switch (sub) {
-			case DW_LNE_end_sequence:
-				SP_ROW(1);
-				addr = 0;
-				op_index = 0;
-				file = 1;
-				line = 1;
-				column = 0;
-				break;
-			case DW_LNE_set_address:
-				addr = sp_lcur_fixed(&c, address_size);
-				op_index = 0;
-				break;
-			case DW_LNE_define_file: {
-				const char *name = sp_lcur_cstr(&c);
-				uint64_t di = sp_lcur_uleb(&c);
-				if (!name || c.bad || di >= n_dirs)
-					goto out;
-				if (sp_linetab_add_file(t, &files_cap, dirs[di], name))
-					goto nomem;
-				break;
-			}
-			default:
-				break;
-			}
-			c.p = next;
-		} else if (op <= DW_LNS_set_isa) {
-			switch (op) {
-			case DW_LNS_copy:
-				SP_ROW(0);
-				break;
-			case DW_LNS_advance_pc:
-				SP_ADVANCE(sp_lcur_uleb(&c));
-				break;
-			case DW_LNS_advance_line:
-				line = (int64_t)((uint64_t)line + (uint64_t)sp_lcur_sleb(&c));
-				break;
-			case DW_LNS_set_file:
-				file = sp_lcur_uleb(&c);
-				break;
-			case DW_LNS_set_column:
-				column = (unsigned)sp_lcur_uleb(&c);
-				break;
-			case DW_LNS_const_add_pc:
-				if (!line_range)
-					goto out;
-				SP_ADVANCE((255 - opcode_base) / line_range);
-				break;
-			case DW_LNS_fixed_advance_pc:
-				addr += sp_lcur_fixed(&c, 2);
-				op_index = 0;
-				break;
-			case DW_LNS_set_isa:
-				sp_lcur_uleb(&c);
-				break;
-			default: /* negate_stmt, basic_block, prologue_end, epilogue_begin */
-				break;
-			}
+			rc = sp_lineprog_extended(p, &st);
 		} else {
-			/* an opcode newer than this decoder: skip its operands */
-			for (unsigned k = std_len[op]; k > 0; k--)
-				sp_lcur_uleb(&c);
+			rc = sp_lineprog_standard(p, &st, op);
 		}
 	}
-#undef SP_ADVANCE
-#undef SP_ROW
-	if (c.bad)
-		goto out;
-	rc = sp_linetab_sort(t);
+	return !rc && c->bad ? -EINVAL : rc;
+}
+
+/* Sorts the rows, marks the last as an end, and builds the block index. */
+static int sp_linetab_finish(struct sp_linetab *t)
+{
+	int rc = sp_linetab_sort(t);
 	if (rc)
-		goto out;
+		return rc;
 	/* libdw marks the highest row as the end even where a compiler forgot */
 	if (t->n)
 		t->rows[t->n - 1].end = 1;
 	t->n_blocks = (t->n + SP_LINE_BLOCK - 1) / SP_LINE_BLOCK;
 	t->block_addr = malloc((t->n_blocks ? t->n_blocks : 1) * sizeof(*t->block_addr));
 	if (!t->block_addr)
-		goto nomem;
+		return -ENOMEM;
 	for (size_t b = 0; b < t->n_blocks; b++)
 		t->block_addr[b] = t->rows[b * SP_LINE_BLOCK].addr;
-	t->dirs = dirs;
-	dirs = NULL;
-	*out = t;
-	t = NULL;
-	rc = 0;
-	goto out;
-nomem:
+	return 0;
+}
+
+int sp_linetab_new(const struct sp_linesrc *src, uint64_t off, unsigned address_size,
+		   const char *comp_dir, struct sp_linetab **out)
+{
+	struct sp_lineprog *p = NULL;
+	int rc = -EINVAL;
+	*out = NULL;
+	if (!src->line || off >= src->line_len || (address_size != 4 && address_size != 8))
+		return -EINVAL;
 	rc = -ENOMEM;
+	p = calloc(1, sizeof(*p));
+	if (!p || !(p->t = calloc(1, sizeof(*p->t))))
+		goto out;
+	sp_arena_init(&p->t->strings);
+	p->src = src;
+	p->address_size = address_size;
+	if ((rc = sp_lineprog_header(p, off)) || (rc = sp_lineprog_dirs(p, comp_dir)) ||
+	    (rc = sp_lineprog_files(p)) || (rc = sp_lineprog_run(p)) ||
+	    (rc = sp_linetab_finish(p->t)))
+		goto out;
+	p->t->dirs = p->dirs; /* the names joined on first use point into them */
+	p->dirs = NULL;
+	*out = p->t;
+	p->t = NULL;
 out:
-	free(dirs);
-	sp_linetab_free(t);
+	if (p) {
+		free(p->dirs);
+		sp_linetab_free(p->t);
+	}
+	free(p);
 	return rc;
 }
 

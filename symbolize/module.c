@@ -6,11 +6,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "dwarfidx.h"
 #include "ehframe.h"
 #include "symtab.h"
+
+/* Sizes no binary has: the largest real ones (libtorch_cuda with debug info)
+ * are a few GiB; a file mostly made of holes is no binary either. */
+#define SP_MODULE_MAX_BYTES  (64ull << 30)
+#define SP_MODULE_SPARSE_MIN (1ull << 30)
 
 struct sp_module {
 	unsigned flags;
@@ -85,9 +91,14 @@ static int sp_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modn
 	char path[4096];
 	if (snprintf(path, sizeof(path), "/usr/lib/debug%s", file_name) >= (int)sizeof(path))
 		return -1;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return -1;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -1;
+	}
 	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	const uint8_t *got;
 	size_t got_len = elf ? sp_elf_build_id(elf, &got) : 0;
@@ -117,6 +128,93 @@ static struct sp_module *sp_module_alloc(unsigned flags)
 	return m;
 }
 
+/*
+ * Opens a recorded path for reading, if it still names what a binary can
+ * be: a regular file (a FIFO would block the open, a terminal the read),
+ * of a size a binary has, that begins like an ELF file. Returns the fd and
+ * the file's size, or -errno with the reason in why.
+ */
+static int sp_module_open_file(const char *path, off_t *size, char *why, size_t why_len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		int e = errno;
+		snprintf(why, why_len, "cannot open: %s", strerror(e));
+		return -e;
+	}
+	struct stat st;
+	int rc = 0;
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+		snprintf(why, why_len, "cannot read: %s", strerror(-rc));
+	} else if (!S_ISREG(st.st_mode)) {
+		rc = -EINVAL;
+		snprintf(why, why_len, "not a regular file (%s); not used",
+			 S_ISFIFO(st.st_mode)  ? "a FIFO"
+			 : S_ISCHR(st.st_mode) ? "a character device"
+			 : S_ISBLK(st.st_mode) ? "a block device"
+			 : S_ISDIR(st.st_mode) ? "a directory"
+					       : "a socket");
+	} else if ((uint64_t)st.st_size > SP_MODULE_MAX_BYTES ||
+		   ((uint64_t)st.st_size > SP_MODULE_SPARSE_MIN &&
+		    (uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size / 16)) {
+		rc = -EFBIG;
+		snprintf(why, why_len,
+			 "too large to be a binary (%llu bytes, %llu of them on disk); not used",
+			 (unsigned long long)st.st_size, (unsigned long long)st.st_blocks * 512);
+	}
+	char magic[SELFMAG];
+	ssize_t got = rc ? 0 : pread(fd, magic, SELFMAG, 0);
+	if (!rc && got < 0) {
+		rc = -errno;
+		snprintf(why, why_len, "cannot read: %s", strerror(-rc));
+	} else if (!rc && (got != SELFMAG || memcmp(magic, ELFMAG, SELFMAG))) {
+		rc = -ENOEXEC;
+		snprintf(why, why_len, "not an ELF file");
+	}
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	*size = st.st_size;
+	return fd;
+}
+
+/*
+ * Whether the file holds everything its ELF headers describe. A copy cut
+ * short (a full disk, an interrupted download) still opens, and would name
+ * nothing without saying why.
+ */
+static bool sp_elf_whole(Elf *elf, uint64_t size, char *why, size_t why_len)
+{
+	GElf_Ehdr eh;
+	size_t shnum = 0, phnum = 0;
+	uint64_t need = 0;
+	if (!gelf_getehdr(elf, &eh)) {
+		snprintf(why, why_len, "damaged: no readable ELF header; not used");
+		return false;
+	}
+	if (elf_getshdrnum(elf, &shnum) == 0 && shnum && eh.e_shoff)
+		need = eh.e_shoff + (uint64_t)shnum * eh.e_shentsize;
+	if (elf_getphdrnum(elf, &phnum) == 0 && phnum) {
+		uint64_t ph_end = eh.e_phoff + (uint64_t)phnum * eh.e_phentsize;
+		need = ph_end > need ? ph_end : need;
+		for (size_t i = 0; ph_end <= size && i < phnum; i++) {
+			GElf_Phdr ph;
+			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD &&
+			    ph.p_offset + ph.p_filesz > need)
+				need = ph.p_offset + ph.p_filesz;
+		}
+	}
+	if (need <= size)
+		return true;
+	snprintf(why, why_len,
+		 "damaged: the file has %llu bytes, its ELF headers describe %llu (cut "
+		 "short?); not used",
+		 (unsigned long long)size, (unsigned long long)need);
+	return false;
+}
+
 int sp_module_open(const char *path, const uint8_t *build_id, size_t build_id_len, unsigned flags,
 		   struct sp_module **out, char *why, size_t why_len)
 {
@@ -126,35 +224,25 @@ int sp_module_open(const char *path, const uint8_t *build_id, size_t build_id_le
 	snprintf(why, why_len, "%s", "");
 
 	/* libdwfl's errors do not say "missing" versus "not ELF": ask first */
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		rc = -errno;
-		snprintf(why, why_len, "cannot open: %s", strerror(errno));
-		return rc;
-	}
-	char magic[SELFMAG];
-	ssize_t got = read(fd, magic, SELFMAG);
-	int read_errno = errno;
-	close(fd);
-	if (got < 0) {
-		snprintf(why, why_len, "cannot read: %s", strerror(read_errno));
-		return -read_errno;
-	}
-	if (got != SELFMAG || memcmp(magic, ELFMAG, SELFMAG)) {
-		snprintf(why, why_len, "not an ELF file");
-		return -ENOEXEC;
-	}
+	off_t size = 0;
+	int fd = sp_module_open_file(path, &size, why, why_len);
+	if (fd < 0)
+		return fd;
 
 	rc = -ENOMEM;
 	m = sp_module_alloc(flags);
-	if (!m || !(m->dwfl = dwfl_begin(&sp_dwfl_callbacks)))
+	if (!m || !(m->dwfl = dwfl_begin(&sp_dwfl_callbacks))) {
+		close(fd);
 		goto fail;
+	}
 	dwfl_report_begin(m->dwfl);
 	const char *base = strrchr(path, '/');
-	/* base 0 with add_p_vaddr: module addresses are the file's own vaddrs */
-	Dwfl_Module *dm = dwfl_report_elf(m->dwfl, base ? base + 1 : path, path, -1, 0, true);
+	/* base 0 with add_p_vaddr: module addresses are the file's own vaddrs;
+	 * libdwfl reads the fd we checked, and keeps it if the module is made */
+	Dwfl_Module *dm = dwfl_report_elf(m->dwfl, base ? base + 1 : path, path, fd, 0, true);
 	dwfl_report_end(m->dwfl, NULL, NULL);
 	if (!dm) {
+		close(fd);
 		snprintf(why, why_len, "%s", dwfl_errmsg(-1));
 		rc = -ENOEXEC;
 		goto fail;
@@ -181,6 +269,10 @@ int sp_module_open(const char *path, const uint8_t *build_id, size_t build_id_le
 	m->elf = dwfl_module_getelf(dm, &mbias);
 	if (!m->elf) {
 		snprintf(why, why_len, "%s", dwfl_errmsg(-1));
+		rc = -ENOEXEC;
+		goto fail;
+	}
+	if (!sp_elf_whole(m->elf, (uint64_t)size, why, why_len)) {
 		rc = -ENOEXEC;
 		goto fail;
 	}

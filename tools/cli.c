@@ -25,6 +25,327 @@ void sp_cli_warn(const char *fmt, ...)
 	va_end(ap);
 }
 
+/* ---------------------------------------------------------------- the parser */
+
+void sp_cli_args_init(struct sp_cli_args *a, const struct sp_cli_cmd *cmd, int argc, char **argv)
+{
+	memset(a, 0, sizeof(*a));
+	a->cmd = cmd;
+	a->argc = argc;
+	a->argv = argv;
+	a->i = 1;
+	a->operands = calloc((size_t)(argc > 0 ? argc : 1), sizeof(*a->operands));
+}
+
+void sp_cli_args_release(struct sp_cli_args *a)
+{
+	free(a->operands);
+	a->operands = NULL;
+	a->n_operands = 0;
+}
+
+int sp_cli_bad(struct sp_cli_args *a, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "stackprof: %s: ", a->cmd->name);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	fprintf(stderr, "Try 'stackprof %s --help' for more information.\n", a->cmd->name);
+	a->rc = SP_EXIT_USAGE;
+	return SP_EXIT_USAGE;
+}
+
+static const struct sp_cli_opt *sp_cli_find_long(const struct sp_cli_cmd *cmd, const char *name,
+						 size_t len)
+{
+	for (const struct sp_cli_opt *o = cmd->opts; o && o->key; o++)
+		if (o->name && strlen(o->name) == len && !strncmp(o->name, name, len))
+			return o;
+	return NULL;
+}
+
+static const struct sp_cli_opt *sp_cli_find_short(const struct sp_cli_cmd *cmd, char c)
+{
+	for (const struct sp_cli_opt *o = cmd->opts; o && o->key; o++)
+		if (o->short_name == c)
+			return o;
+	return NULL;
+}
+
+/* Takes the value of option o: the rest of its argument, or the next one. */
+static int sp_cli_take(struct sp_cli_args *a, const struct sp_cli_opt *o, const char *inline_value)
+{
+	if (!o->arg) {
+		if (inline_value) {
+			sp_cli_bad(a, "option '%s' takes no value", a->spelled);
+			return -1;
+		}
+		a->value = NULL;
+		return o->key;
+	}
+	if (inline_value) {
+		a->value = inline_value;
+		return o->key;
+	}
+	if (a->i >= a->argc) {
+		sp_cli_bad(a, "option '%s' needs a value (%s)", a->spelled, o->arg);
+		return -1;
+	}
+	/* whatever follows is the value, even "-1" (torch's "no row limit") */
+	a->value = a->argv[a->i++];
+	return o->key;
+}
+
+static int sp_cli_short(struct sp_cli_args *a)
+{
+	char c = *a->bundle++;
+	snprintf(a->spelled, sizeof(a->spelled), "-%c", c);
+	if (c == 'h') {
+		a->bundle = NULL;
+		a->rc = sp_cli_help(a->cmd, false);
+		return -1;
+	}
+	const struct sp_cli_opt *o = sp_cli_find_short(a->cmd, c);
+	if (!o) {
+		sp_cli_bad(a, "unknown option '-%c'", c);
+		return -1;
+	}
+	const char *rest = a->bundle;
+	if (!*a->bundle)
+		a->bundle = NULL;
+	if (!o->arg)
+		return sp_cli_take(a, o, NULL);
+	a->bundle = NULL; /* -xVALUE: the rest of the cluster is the value */
+	return sp_cli_take(a, o, *rest ? rest : NULL);
+}
+
+int sp_cli_next(struct sp_cli_args *a)
+{
+	if (!a->operands) {
+		sp_cli_bad(a, "out of memory");
+		return -1;
+	}
+	a->value = NULL;
+	if (a->bundle)
+		return sp_cli_short(a);
+	while (a->i < a->argc) {
+		char *arg = a->argv[a->i];
+		if (a->options_done || arg[0] != '-' || !arg[1]) {
+			/* an operand ("-" included: stdin or stdout) */
+			if (a->cmd->stop_at_operand) {
+				while (a->i < a->argc)
+					a->operands[a->n_operands++] = a->argv[a->i++];
+				return 0;
+			}
+			a->operands[a->n_operands++] = arg;
+			a->i++;
+			continue;
+		}
+		a->i++;
+		if (!strcmp(arg, "--")) {
+			a->options_done = true;
+			continue;
+		}
+		if (arg[1] != '-') {
+			a->bundle = arg + 1;
+			return sp_cli_short(a);
+		}
+		const char *name = arg + 2, *eq = strchr(name, '=');
+		size_t len = eq ? (size_t)(eq - name) : strlen(name);
+		snprintf(a->spelled, sizeof(a->spelled), "--%.*s", (int)len, name);
+		if (len == 4 && !strncmp(name, "help", 4)) {
+			a->rc = sp_cli_help(a->cmd, false);
+			return -1;
+		}
+		const struct sp_cli_opt *o = sp_cli_find_long(a->cmd, name, len);
+		if (!o) {
+			sp_cli_bad(a, "unknown option '%s'", a->spelled);
+			return -1;
+		}
+		return sp_cli_take(a, o, eq ? eq + 1 : NULL);
+	}
+	return 0;
+}
+
+/* The help line's left part: "  -o, --output FILE" or "      --range NAME". */
+static int sp_cli_opt_left(const struct sp_cli_opt *o, char *buf, size_t cap)
+{
+	int n;
+	if (o->short_name && o->name)
+		n = snprintf(buf, cap, "  -%c, --%s", o->short_name, o->name);
+	else if (o->short_name)
+		n = snprintf(buf, cap, "  -%c", o->short_name);
+	else
+		n = snprintf(buf, cap, "      --%s", o->name);
+	if (o->arg && n > 0 && (size_t)n < cap)
+		n += snprintf(buf + n, cap - (size_t)n, " %s", o->arg);
+	return n;
+}
+
+#define SP_HELP_COL 25
+
+int sp_cli_help(const struct sp_cli_cmd *cmd, bool is_error)
+{
+	FILE *f = is_error ? stderr : stdout;
+	fprintf(f, "usage: stackprof %s %s\n", cmd->name, cmd->synopsis);
+	if (cmd->about)
+		fprintf(f, "\n%s", cmd->about);
+	fputs("\noptions:\n", f);
+	for (const struct sp_cli_opt *o = cmd->opts; o && o->key; o++) {
+		if (!o->help)
+			continue;
+		char left[128];
+		int n = sp_cli_opt_left(o, left, sizeof(left));
+		fputs(left, f);
+		const char *h = o->help;
+		bool first = true;
+		while (*h) {
+			size_t len = strcspn(h, "\n");
+			if (first && n < SP_HELP_COL)
+				fprintf(f, "%*s", SP_HELP_COL - n, "");
+			else
+				fprintf(f, "\n%*s", SP_HELP_COL, "");
+			fprintf(f, "%.*s", (int)len, h);
+			first = false;
+			h += len + (h[len] == '\n');
+		}
+		fputc('\n', f);
+	}
+	fprintf(f, "  -h, --help%*sshow this help (also: stackprof help %s)\n", SP_HELP_COL - 12,
+		"", cmd->name);
+	if (cmd->more)
+		fprintf(f, "\n%s", cmd->more);
+	return is_error ? SP_EXIT_USAGE : SP_EXIT_OK;
+}
+
+bool sp_cli_operands(struct sp_cli_args *a, int want, const char *what)
+{
+	if (a->n_operands == want)
+		return true;
+	sp_cli_bad(a, "expected %s", what);
+	return false;
+}
+
+bool sp_cli_ulong(struct sp_cli_args *a, unsigned long min, unsigned long max, unsigned long *out)
+{
+	const char *s = a->value;
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 10);
+	if (!*s || *end || errno || s[0] == '-' || v < min || v > max) {
+		sp_cli_bad(a, "%s: '%s' is not a number from %lu to %lu", a->spelled, s, min, max);
+		return false;
+	}
+	*out = v;
+	return true;
+}
+
+bool sp_cli_row_limit(struct sp_cli_args *a, size_t *out)
+{
+	unsigned long v;
+	if (!strcmp(a->value, "-1")) {
+		*out = 0;
+		return true;
+	}
+	if (!sp_cli_ulong(a, 0, 1000000000, &v))
+		return false;
+	*out = v;
+	return true;
+}
+
+bool sp_cli_metric(struct sp_cli_args *a, enum sp_metric *out)
+{
+	if (!strcmp(a->value, "us"))
+		*out = SP_METRIC_US;
+	else if (!strcmp(a->value, "samples"))
+		*out = SP_METRIC_SAMPLES;
+	else {
+		sp_cli_bad(a, "--metric: '%s' is not us or samples", a->value);
+		return false;
+	}
+	return true;
+}
+
+bool sp_cli_frame(struct sp_cli_args *a, enum sp_label_style *out)
+{
+	if (sp_label_style_parse(a->value, out) == 0)
+		return true;
+	sp_cli_bad(a, "--frame: '%s' is not 'func', 'func (file:line)' or 'pytorch'", a->value);
+	return false;
+}
+
+/* ---------------------------------------------------------------- shared options */
+
+int sp_cli_filter(struct sp_cli_args *a, int key, struct sp_cli_filters *f)
+{
+	struct sp_model_opts *mo = &f->mo;
+	switch (key) {
+	case SP_OPT_THREAD:
+		free(f->tids);
+		f->tids = NULL;
+		mo->tids = NULL;
+		if (sp_model_parse_tids(a->value, &f->tids, &mo->n_tids)) {
+			sp_cli_bad(a, "--thread: '%s' is not a list of thread ids", a->value);
+			return -1;
+		}
+		mo->tids = f->tids;
+		return 1;
+	case SP_OPT_RANGE:
+		mo->range = a->value;
+		return 1;
+	case SP_OPT_NO_RANGES:
+		mo->no_ranges = true;
+		return 1;
+	case SP_OPT_NO_INLINE:
+		mo->sym_flags |= SP_SYM_NO_INLINE;
+		return 1;
+	case SP_OPT_BASENAMES:
+		mo->sym_flags |= SP_SYM_BASENAMES;
+		return 1;
+	case SP_OPT_SEARCH_DIR:
+		mo->search_dir = a->value;
+		return 1;
+	case SP_OPT_STRIP_PATH: {
+		if (!strcmp(a->value, "auto")) {
+			mo->short_paths = true;
+			return 1;
+		}
+		if (!strcmp(a->value, "none")) {
+			mo->short_paths = false;
+			mo->n_strip_prefixes = 0;
+			return 1;
+		}
+		if (!a->value[0]) {
+			sp_cli_bad(a, "--strip-path: give a PREFIX, auto or none");
+			return -1;
+		}
+		const char **v = realloc(f->strips, (mo->n_strip_prefixes + 1) * sizeof(*v));
+		if (!v) {
+			sp_cli_bad(a, "out of memory");
+			return -1;
+		}
+		f->strips = v;
+		v[mo->n_strip_prefixes++] = a->value;
+		mo->strip_prefixes = v;
+		return 1;
+	}
+	default:
+		return 0;
+	}
+}
+
+void sp_cli_filters_release(struct sp_cli_filters *f)
+{
+	free(f->tids);
+	free(f->strips);
+	f->tids = NULL;
+	f->strips = NULL;
+}
+
+/* ---------------------------------------------------------------- profiles and output */
+
 struct sp_profile *sp_cli_read_profile(const char *path)
 {
 	char err[512];
@@ -39,45 +360,11 @@ struct sp_profile *sp_cli_read_profile(const char *path)
 	return p;
 }
 
-int sp_cli_model_option(struct sp_model_opts *mo, int32_t **tids, int opt, const char *arg,
-			const char *usage, int *rc)
-{
-	switch (opt) {
-	case SP_OPT_THREAD:
-		free(*tids);
-		*tids = NULL;
-		if (sp_model_parse_tids(arg, tids, &mo->n_tids)) {
-			sp_cli_error("--thread: '%s' is not a list of thread ids", arg);
-			*rc = SP_EXIT_USAGE;
-			return 0;
-		}
-		mo->tids = *tids;
-		return 1;
-	case SP_OPT_RANGE:
-		mo->range = arg;
-		return 1;
-	case SP_OPT_NO_RANGES:
-		mo->no_ranges = true;
-		return 1;
-	case SP_OPT_NO_INLINE:
-		mo->sym_flags |= SP_SYM_NO_INLINE;
-		return 1;
-	case SP_OPT_BASENAMES:
-		mo->sym_flags |= SP_SYM_BASENAMES;
-		return 1;
-	case SP_OPT_SEARCH_DIR:
-		mo->search_dir = arg;
-		return 1;
-	default:
-		*rc = sp_cli_usage(usage, true);
-		return 0;
-	}
-}
-
-/* Lines that change what the output means: a binary not used, or not found. */
+/* Lines that change what the output means: a binary not used, not found or damaged. */
 static bool sp_cli_warning_matters(const char *line, size_t len)
 {
-	static const char *const keys[] = {"not used", "cannot open", "cannot read", "not an ELF"};
+	static const char *const keys[] = {"not used", "cannot open",	"cannot read", "not an ELF",
+					   "damaged",  "not a regular", "too large to"};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		size_t k = strlen(keys[i]);
 		for (size_t j = 0; j + k <= len; j++)
@@ -116,27 +403,32 @@ struct sp_model *sp_cli_build_model(const char *path, const struct sp_profile *p
 	return m;
 }
 
-int sp_cli_finish_output(FILE *f, const char *name)
+const char *sp_cli_output_name(const char *path)
+{
+	return !path || !strcmp(path, "-") ? "stdout" : path;
+}
+
+int sp_cli_finish_output(FILE *f, const char *path)
 {
 	if (fflush(f) == 0 && !ferror(f))
 		return SP_EXIT_OK;
 	if (errno == EPIPE)
 		return SP_EXIT_OK;
-	sp_cli_error("writing %s: %s", name, strerror(errno));
+	sp_cli_error("writing %s: %s", sp_cli_output_name(path), strerror(errno));
 	return SP_EXIT_ERROR;
 }
 
-int sp_cli_end_output(FILE *out, const char *name, int err, bool partial)
+int sp_cli_end_output(FILE *out, const char *path, int err, bool partial)
 {
 	int rc;
 	if (err && err != -EPIPE) {
-		sp_cli_error("writing %s: %s", strcmp(name, "-") ? name : "stdout", strerror(-err));
+		sp_cli_error("writing %s: %s", sp_cli_output_name(path), strerror(-err));
 		rc = SP_EXIT_ERROR;
 	} else {
-		rc = err ? SP_EXIT_OK : sp_cli_finish_output(out, name);
+		rc = err ? SP_EXIT_OK : sp_cli_finish_output(out, path);
 	}
 	if (out != stdout && fclose(out) && rc == SP_EXIT_OK) {
-		sp_cli_error("writing %s: %s", name, strerror(errno));
+		sp_cli_error("writing %s: %s", sp_cli_output_name(path), strerror(errno));
 		rc = SP_EXIT_ERROR;
 	}
 	if (rc == SP_EXIT_OK && partial)
@@ -152,56 +444,6 @@ FILE *sp_cli_open_output(const char *path)
 	if (!f)
 		sp_cli_error("cannot write %s: %s", path, strerror(errno));
 	return f;
-}
-
-bool sp_cli_parse_ulong(const char *opt, const char *s, unsigned long min, unsigned long max,
-			unsigned long *out)
-{
-	char *end;
-	errno = 0;
-	unsigned long v = strtoul(s, &end, 10);
-	if (!*s || *end || errno || s[0] == '-' || v < min || v > max) {
-		sp_cli_error("%s: '%s' is not a number from %lu to %lu", opt, s, min, max);
-		return false;
-	}
-	*out = v;
-	return true;
-}
-
-int sp_cli_usage(const char *text, bool is_error)
-{
-	fputs(text, is_error ? stderr : stdout);
-	return is_error ? SP_EXIT_USAGE : SP_EXIT_OK;
-}
-
-bool sp_cli_operands(int argc, int optind, int want, const char *what, const char *usage, int *rc)
-{
-	if (argc - optind == want)
-		return true;
-	sp_cli_error("%s", what);
-	*rc = sp_cli_usage(usage, true);
-	return false;
-}
-
-bool sp_cli_parse_metric(const char *s, enum sp_metric *out)
-{
-	if (!strcmp(s, "us"))
-		*out = SP_METRIC_US;
-	else if (!strcmp(s, "samples"))
-		*out = SP_METRIC_SAMPLES;
-	else {
-		sp_cli_error("--metric: '%s' is not us or samples", s);
-		return false;
-	}
-	return true;
-}
-
-bool sp_cli_parse_frame(const char *s, enum sp_label_style *out)
-{
-	if (sp_label_style_parse(s, out) == 0)
-		return true;
-	sp_cli_error("--frame: '%s' is not 'func', 'func (file:line)' or 'pytorch'", s);
-	return false;
 }
 
 bool sp_cli_load(const char *path, const struct sp_model_opts *mo, struct sp_cli_input *in)

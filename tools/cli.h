@@ -1,14 +1,32 @@
 /*
  * cli.h - what every stackprof subcommand shares: the command table entry,
- * exit codes, error printing and checked output.
+ * one option parser, the options several commands take (help text written
+ * once, here), exit codes, error printing and checked output.
  *
  * Exit codes follow elfutils and git: 0 ok, 1 error (bad input, I/O), 2 usage.
  * Only tools/ prints or exits; the layers below return errors.
+ *
+ * A command describes itself with a struct sp_cli_cmd (its synopsis, text,
+ * option table and examples) and reads its arguments with sp_cli_next():
+ *
+ *	struct sp_cli_args a;
+ *	sp_cli_args_init(&a, &sp_top_cmd, argc, argv);
+ *	while ((c = sp_cli_next(&a)) > 0)
+ *		switch (c) { case 'o': output = a.value; break; ... }
+ *	if (c < 0)
+ *		return a.rc;	(help printed: 0; usage error printed: 2)
+ *
+ * Options may come before, between or after the operands, as --name VALUE,
+ * --name=VALUE, -x VALUE, -xVALUE, or bundled flags (-fiC). "--" ends the
+ * options. A command that runs another program (run) stops at its first
+ * operand instead: everything from there on is the program's.
+ *
+ * A usage error prints one line saying what was wrong and one pointing to
+ * the command's --help, and exits 2.
  */
 #ifndef SP_TOOLS_CLI_H
 #define SP_TOOLS_CLI_H
 
-#include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,18 +46,88 @@ struct sp_command {
 	const char *summary;
 };
 
+/*
+ * One spelling of an option. Entries that share a key are one option: the
+ * first with help text is what --help shows, the others (help NULL) are
+ * accepted aliases.
+ */
+struct sp_cli_opt {
+	int key;	  /* what sp_cli_next() returns; > 0 */
+	char short_name;  /* 'o' for -o, or 0 */
+	const char *name; /* "output" for --output, or NULL */
+	const char *arg;  /* the value's name in the help ("FILE"); NULL for a flag */
+	const char *help; /* lines separated by '\n'; NULL for an alias */
+};
+
+/* A command's description: its help is made from it. */
+struct sp_cli_cmd {
+	const char *name;	       /* "top" */
+	const char *synopsis;	       /* "[options] PROFILE" */
+	const char *about;	       /* what it does, before the options */
+	const struct sp_cli_opt *opts; /* ended by an entry with key 0; -h/--help is implied */
+	const char *more;	       /* after the options: environment, examples */
+	bool stop_at_operand;	       /* the first operand ends the options (run) */
+};
+
+/* The parser's state; operands are collected as the options are read. */
+struct sp_cli_args {
+	const struct sp_cli_cmd *cmd;
+	int argc;
+	char **argv;
+	int i;		    /* next argv index */
+	const char *bundle; /* the rest of a "-abc" cluster */
+	const char *value;  /* the current option's value (NULL for a flag) */
+	char spelled[64];   /* the current option as written, for messages: "--top" */
+	char **operands;    /* malloc'd; the strings are argv's */
+	int n_operands;	    /* with stop_at_operand: the program and its arguments */
+	int rc;		    /* the exit status when sp_cli_next() returns -1 */
+	bool options_done;
+};
+
+/* argv[0] is the command name. */
+void sp_cli_args_init(struct sp_cli_args *a, const struct sp_cli_cmd *cmd, int argc, char **argv);
+void sp_cli_args_release(struct sp_cli_args *a);
+
+/*
+ * The next option's key, with its value in a->value; 0 when the options
+ * are done (the operands are in a->operands); -1 when the command must stop
+ * with exit status a->rc: after printing the help for -h/--help (0), or a
+ * usage error such as an unknown option or a missing value (2).
+ */
+int sp_cli_next(struct sp_cli_args *a);
+
+/* Prints the command's help: to stdout with status 0, or (is_error) to stderr with 2. */
+int sp_cli_help(const struct sp_cli_cmd *cmd, bool is_error);
+
+/*
+ * Prints a usage error, "stackprof: NAME: <msg>", and the line pointing to
+ * the command's --help; returns SP_EXIT_USAGE (also stored in a->rc).
+ */
+int sp_cli_bad(struct sp_cli_args *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/*
+ * Checks that there are exactly want operands; if not, prints "expected
+ * WHAT" as a usage error and returns false.
+ */
+bool sp_cli_operands(struct sp_cli_args *a, int want, const char *what);
+
+/* Parses the current option's value as an integer in [min, max] (a usage error if not). */
+bool sp_cli_ulong(struct sp_cli_args *a, unsigned long min, unsigned long max, unsigned long *out);
+
+/* --row-limit N: 0 or -1 (torch's spelling) print every row. */
+bool sp_cli_row_limit(struct sp_cli_args *a, size_t *out);
+
+/* --metric us|samples and --frame STYLE, from the current option's value. */
+bool sp_cli_metric(struct sp_cli_args *a, enum sp_metric *out);
+bool sp_cli_frame(struct sp_cli_args *a, enum sp_label_style *out);
+
 /* Prints "stackprof: <msg>\n" to stderr. */
 void sp_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void sp_cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/*
- * Reads a profile for a command. On failure prints why and returns NULL. A
- * truncated or corrupt profile is returned with a warning saying what was
- * kept, unless strict is set. The caller frees it with sp_profile_free().
- */
-struct sp_profile *sp_cli_read_profile(const char *path);
+/* ------------------------------------------------ options several commands share */
 
-/* getopt codes of the options every symbolizing command shares. */
+/* Keys of the shared options (short options use their letter). */
 enum {
 	SP_OPT_THREAD = 0x1000,
 	SP_OPT_RANGE,
@@ -47,44 +135,125 @@ enum {
 	SP_OPT_NO_INLINE,
 	SP_OPT_BASENAMES,
 	SP_OPT_SEARCH_DIR,
+	SP_OPT_STRIP_PATH,
+	SP_OPT_ROW_LIMIT,
+	SP_OPT_SORT_BY,
+	SP_OPT_FRAME,
+	SP_OPT_METRIC,
+	SP_OPT_PER_THREAD,
+	SP_OPT_INLINE_MARK,
 };
 
-/* Their entries, for a command's struct option table. */
-#define SP_CLI_MODEL_LONGOPTS                                                                      \
-	{"thread", required_argument, NULL, SP_OPT_THREAD},                                        \
-	    {"range", required_argument, NULL, SP_OPT_RANGE},                                      \
-	    {"no-ranges", no_argument, NULL, SP_OPT_NO_RANGES},                                    \
-	    {"no-inline", no_argument, NULL, SP_OPT_NO_INLINE},                                    \
-	    {"basenames", no_argument, NULL, SP_OPT_BASENAMES},                                    \
+/* Their table entries; each help text exists only here. */
+#define SP_CLI_OPT_OUTPUT                                                                          \
 	{                                                                                          \
-		"search-dir", required_argument, NULL, SP_OPT_SEARCH_DIR                           \
+		'o', 'o', "output", "FILE", "write to FILE instead of stdout"                      \
 	}
 
+/* --row-limit N (-l), also spelled -t, --top and --limit; dflt: "default 20". */
+#define SP_CLI_OPT_ROW_LIMIT(dflt)                                                                 \
+	{SP_OPT_ROW_LIMIT, 'l', "row-limit", "N",                                                  \
+	 "print at most N rows (" dflt "; 0 or -1 for all);\n"                                     \
+	 "-t, --top and --limit are the same option"},                                             \
+	    {SP_OPT_ROW_LIMIT, 't', "top", "N", NULL},                                             \
+	{                                                                                          \
+		SP_OPT_ROW_LIMIT, 0, "limit", "N", NULL                                            \
+	}
+
+/* --sort-by KEY (-s), also spelled --order-by and --sort; keys: the command's list. */
+#define SP_CLI_OPT_SORT_BY(keys)                                                                   \
+	{SP_OPT_SORT_BY, 's', "sort-by", "KEY",                                                    \
+	 keys "\n--order-by and --sort are the same option"},                                      \
+	    {SP_OPT_SORT_BY, 0, "order-by", "KEY", NULL},                                          \
+	{                                                                                          \
+		SP_OPT_SORT_BY, 0, "sort", "KEY", NULL                                             \
+	}
+
+/* --frame STYLE; dflt names the command's default style. */
+#define SP_CLI_OPT_FRAME(dflt)                                                                     \
+	{                                                                                          \
+		SP_OPT_FRAME, 0, "frame", "STYLE",                                                 \
+		    "frame text: 'func (file:line)', 'func', or 'pytorch'\n"                       \
+		    "for PyTorch's 'file(line): func' (default " dflt ")"                          \
+	}
+
+#define SP_CLI_OPT_METRIC                                                                          \
+	{                                                                                          \
+		SP_OPT_METRIC, 0, "metric", "us|samples",                                          \
+		    "values in CPU microseconds (default) or samples"                              \
+	}
+
+#define SP_CLI_OPT_PER_THREAD                                                                      \
+	{                                                                                          \
+		SP_OPT_PER_THREAD, 0, "per-thread", NULL,                                          \
+		    "root every stack at its thread (\"name-tid\")"                                \
+	}
+
+#define SP_CLI_OPT_INLINE_MARK                                                                     \
+	{                                                                                          \
+		SP_OPT_INLINE_MARK, 0, "inline-mark", NULL,                                        \
+		    "append _[i] to inlined frames (flamegraph.pl --color=java\n"                  \
+		    "draws them aqua, as perf's --inline output)"                                  \
+	}
+
+/* The filters and symbolizer options of every command that reads stacks. */
+#define SP_CLI_OPTS_FILTERS                                                                        \
+	{SP_OPT_THREAD, 0, "thread", "TID[,TID]", "keep only these threads"},                      \
+	    {SP_OPT_RANGE, 0, "range", "NAME", "keep only samples inside a range named NAME"},     \
+	    {SP_OPT_NO_RANGES, 0, "no-ranges", NULL, "leave named ranges out"},                    \
+	    {SP_OPT_NO_INLINE, 0, "no-inline", NULL, "one frame per address: no inlined frames"},  \
+	    {SP_OPT_BASENAMES, 0, "basenames", NULL, "file names without directories"},            \
+	    {SP_OPT_STRIP_PATH, 0, "strip-path", "PREFIX",                                         \
+	     "remove PREFIX from the start of file names; 'auto'\n"                                \
+	     "shortens build trees (/build/pkg-1.0/Python/ceval.c\n"                               \
+	     "becomes Python/ceval.c) and the current directory;\n"                                \
+	     "'none' keeps whole paths; may be given again"},                                      \
+	{                                                                                          \
+		SP_OPT_SEARCH_DIR, 0, "search-dir", "DIR",                                         \
+		    "look for binaries missing at their recorded path in DIR"                      \
+	}
+
+/* What the filters set: model options, and the memory behind them. */
+struct sp_cli_filters {
+	struct sp_model_opts mo;
+	int32_t *tids;	     /* mo.tids points here */
+	const char **strips; /* mo.strip_prefixes points here; the strings are argv's */
+};
+
 /*
- * Applies one of those options to mo, for a command's getopt default case.
- * *tids owns the parsed --thread list (mo->tids points into it; free it when
- * done). Returns 1 if opt was one of them. Otherwise it has printed why
- * (a bad value, or usage for an unknown option), set *rc to the usage exit
- * status, and returns 0.
+ * Applies key if it is one of SP_CLI_OPTS_FILTERS. Returns 1 if it was, 0
+ * if not, -1 after a usage error (a bad value).
  */
-int sp_cli_model_option(struct sp_model_opts *mo, int32_t **tids, int opt, const char *arg,
-			const char *usage, int *rc);
+int sp_cli_filter(struct sp_cli_args *a, int key, struct sp_cli_filters *f);
+void sp_cli_filters_release(struct sp_cli_filters *f);
+
+/* ------------------------------------------------ reading profiles, writing output */
+
+/*
+ * Reads a profile for a command. On failure prints why and returns NULL. A
+ * truncated or corrupt profile is returned with one warning saying what was
+ * kept. The caller frees it with sp_profile_free().
+ */
+struct sp_profile *sp_cli_read_profile(const char *path);
 
 /*
  * Symbolizes prof into a model for a command. On failure prints why and
  * returns NULL. Prints to stderr the symbolizer warnings a user must see
- * (a binary that changed since the run, a missing file), at most a few;
- * "no debug info" notes are left to `stackprof info`.
+ * (a binary that changed since the run, a missing or damaged file), at
+ * most a few; "no debug info" notes are left to `stackprof info`.
  */
 struct sp_model *sp_cli_build_model(const char *path, const struct sp_profile *prof,
 				    const struct sp_model_opts *mo);
 
+/* "stdout" for "-" (and NULL), else path: the one name error messages use. */
+const char *sp_cli_output_name(const char *path);
+
 /*
- * Flushes and checks stdout (or f). Returns SP_EXIT_OK, or prints the error
- * and returns SP_EXIT_ERROR. A closed pipe (EPIPE, as after `| head`) is
- * quiet success: the reader asked for no more.
+ * Flushes and checks f, named path in messages ("-": stdout). Returns
+ * SP_EXIT_OK, or prints the error and returns SP_EXIT_ERROR. A closed pipe
+ * (EPIPE, as after `| head`) is quiet success: the reader asked for no more.
  */
-int sp_cli_finish_output(FILE *f, const char *name);
+int sp_cli_finish_output(FILE *f, const char *path);
 
 /*
  * Ends a command's output, written by a writer that returned err (0 or
@@ -93,27 +262,10 @@ int sp_cli_finish_output(FILE *f, const char *name);
  * also when partial (the profile was cut off: what it had was printed, but
  * a script must not take the run for clean).
  */
-int sp_cli_end_output(FILE *out, const char *name, int err, bool partial);
+int sp_cli_end_output(FILE *out, const char *path, int err, bool partial);
 
 /* Opens path for writing ("-" is stdout); prints why and returns NULL on error. */
 FILE *sp_cli_open_output(const char *path);
-
-/* Parses a non-negative integer option value; prints and returns false on error. */
-bool sp_cli_parse_ulong(const char *opt, const char *s, unsigned long min, unsigned long max,
-			unsigned long *out);
-
-/* Help text printer: prints text and returns exit status 0, or 2 to stderr if is_error. */
-int sp_cli_usage(const char *text, bool is_error);
-
-/*
- * Checks that exactly want operands follow the options. If not, prints what
- * (e.g. "top: expected one PROFILE") and the usage, sets *rc and returns false.
- */
-bool sp_cli_operands(int argc, int optind, int want, const char *what, const char *usage, int *rc);
-
-/* --metric us|samples and --frame STYLE: print why and return false if bad. */
-bool sp_cli_parse_metric(const char *s, enum sp_metric *out);
-bool sp_cli_parse_frame(const char *s, enum sp_label_style *out);
 
 /* A profile read and symbolized for a command. */
 struct sp_cli_input {

@@ -13,24 +13,28 @@
 #include "summary.h"
 #include "textfmt.h"
 
-static const char sp_info_usage[] =
-    "usage: stackprof info [options] PROFILE\n"
-    "\n"
-    "Prints the profile's header (command, pid, start time, timer, rate), its\n"
-    "counts (samples, drops, unwind errors, truncated stacks), the achieved\n"
-    "sampling rate, the share of samples that unwound to a thread root, and its\n"
-    "threads. Exits 1 if the profile is unreadable, or truncated (the program\n"
-    "was killed, crashed or called _exit): that one is still reported up to\n"
-    "its last flush.\n"
-    "\n"
-    "options:\n"
-    "  -m, --modules     list the recorded modules with their build-ids\n"
-    "      --no-symbols  skip symbolization (no thread-root figure; faster)\n"
-    "  -h, --help        this text\n"
-    "\n"
-    "examples:\n"
-    "  stackprof info rn.prof\n"
-    "  stackprof info -m rn.prof\n";
+enum { OPT_NO_SYMBOLS = 256 };
+
+static const struct sp_cli_opt sp_info_opts[] = {
+    {'m', 'm', "modules", NULL, "list the recorded modules with their build-ids"},
+    {OPT_NO_SYMBOLS, 0, "no-symbols", NULL, "skip symbolization (no thread-root figure; faster)"},
+    {0, 0, NULL, NULL, NULL},
+};
+
+static const struct sp_cli_cmd sp_info_cmd = {
+    .name = "info",
+    .synopsis = "[options] PROFILE",
+    .about = "Prints the profile's header (command, pid, start time, timer, rate), its\n"
+	     "counts (samples, drops, unwind errors, truncated stacks), the achieved\n"
+	     "sampling rate, the share of samples that unwound to a thread root, and its\n"
+	     "threads. Exits 1 if the profile is unreadable, or truncated (the program\n"
+	     "was killed, crashed or called _exit): that one is still reported up to\n"
+	     "its last flush.\n",
+    .opts = sp_info_opts,
+    .more = "examples:\n"
+	    "  stackprof info rn.prof\n"
+	    "  stackprof info -m rn.prof\n",
+};
 
 static void sp_print_build_id(FILE *f, const struct sp_prof_module *m)
 {
@@ -40,45 +44,11 @@ static void sp_print_build_id(FILE *f, const struct sp_prof_module *m)
 		fputs("-", f);
 }
 
-int sp_cmd_info(int argc, char **argv)
+/* Prints everything info shows about p (m: its model, or NULL) to f. */
+static void sp_info_print(FILE *f, const char *path, const struct sp_profile *p,
+			  const struct sp_model *m, bool modules)
 {
-	bool modules = false, symbols = true;
-	const char *path = NULL;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "-h") || !strcmp(a, "--help"))
-			return sp_cli_usage(sp_info_usage, false);
-		if (!strcmp(a, "-m") || !strcmp(a, "--modules"))
-			modules = true;
-		else if (!strcmp(a, "--no-symbols"))
-			symbols = false;
-		else if (a[0] == '-' && a[1]) {
-			sp_cli_error("info: unknown option '%s'", a);
-			return sp_cli_usage(sp_info_usage, true);
-		} else if (path) {
-			sp_cli_error("info: one profile at a time");
-			return SP_EXIT_USAGE;
-		} else {
-			path = a;
-		}
-	}
-	if (!path) {
-		sp_cli_error("info: no profile given");
-		return sp_cli_usage(sp_info_usage, true);
-	}
-	struct sp_profile *p = sp_cli_read_profile(path);
-	if (!p)
-		return SP_EXIT_ERROR;
-	struct sp_model *m = NULL;
-	if (symbols) {
-		struct sp_model_opts mo;
-		memset(&mo, 0, sizeof(mo));
-		mo.no_ranges = true;
-		mo.all_samples = true; /* info describes the whole file */
-		m = sp_model_build(p, &mo);
-	}
 	const struct sp_prof_header *h = &p->header;
-	FILE *f = stdout;
 	time_t t = (time_t)(h->start_realtime_ns / 1000000000u);
 	struct tm tm;
 	char when[64] = "?";
@@ -91,6 +61,12 @@ int sp_cmd_info(int argc, char **argv)
 		: p->status == SP_READ_TRUNCATED ? "truncated"
 						 : "corrupt",
 		p->status == SP_READ_OK ? "" : ": ", p->error);
+	char sig[32];
+	if (sp_summary_end_signal(p, sig, sizeof(sig)))
+		fprintf(f,
+			"ended:       by %s, sent by the program to itself after it finished "
+			"the profile\n",
+			sig);
 	fprintf(f, "command:     %s\n", h->cmdline);
 	fprintf(f, "executable:  %s\n", h->exe);
 	fprintf(f, "pid:         %d (parent %d) on %s\n", h->pid, h->ppid, h->hostname);
@@ -198,11 +174,46 @@ int sp_cmd_info(int argc, char **argv)
 				md->unload_ns ? " (unloaded)" : "");
 		}
 	}
+}
+
+int sp_cmd_info(int argc, char **argv)
+{
+	bool modules = false, symbols = true;
+	struct sp_cli_args a;
+	struct sp_profile *p = NULL;
+	struct sp_model *m = NULL;
+	int rc, c;
+
+	sp_cli_args_init(&a, &sp_info_cmd, argc, argv);
+	while ((c = sp_cli_next(&a)) > 0) {
+		if (c == 'm')
+			modules = true;
+		else if (c == OPT_NO_SYMBOLS)
+			symbols = false;
+	}
+	if (c < 0 || !sp_cli_operands(&a, 1, "one PROFILE")) {
+		rc = a.rc;
+		goto out;
+	}
+	rc = SP_EXIT_ERROR;
+	p = sp_cli_read_profile(a.operands[0]);
+	if (!p)
+		goto out;
+	if (symbols) {
+		struct sp_model_opts mo;
+		memset(&mo, 0, sizeof(mo));
+		mo.no_ranges = true;
+		mo.all_samples = true; /* info describes the whole file */
+		m = sp_model_build(p, &mo);
+	}
+	sp_info_print(stdout, a.operands[0], p, m, modules);
 	/* everything readable was printed; the status says the data is partial */
-	int rc = sp_cli_finish_output(stdout, "stdout");
+	rc = sp_cli_finish_output(stdout, "-");
 	if (rc == SP_EXIT_OK && p->status != SP_READ_OK)
 		rc = SP_EXIT_ERROR;
+out:
 	sp_model_free(m);
 	sp_profile_free(p);
+	sp_cli_args_release(&a);
 	return rc;
 }

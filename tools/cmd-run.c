@@ -1,19 +1,30 @@
 /*
  * cmd-run.c - `stackprof run`: run a program with libstackprof.so preloaded,
  * keep its exit status and signals, then summarize the profile.
+ *
+ * The steps, each a function below, share one struct sp_run and one exit
+ * path: read the options; check the output path (before the program starts,
+ * so that a path that cannot work costs no run); set up the environment and
+ * the manifest through which every profiled process names its file and any
+ * error it met writing it; start the program and wait for it, passing on the
+ * signals sent to us; put the new profile in place; report; end the way the
+ * program ended.
  */
 #define _GNU_SOURCE
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -23,76 +34,327 @@
 #include "model.h"
 #include "summary.h"
 
-static const char sp_run_usage[] =
-    "usage: stackprof run [options] -- CMD [ARGS...]\n"
-    "\n"
-    "Runs CMD with libstackprof.so preloaded: every thread is sampled on its own\n"
-    "CPU-time timer, stacks are unwound in the signal handler and streamed to a\n"
-    "raw profile. Children (fork) write PATH.<pid>; exec'ed programs are profiled\n"
-    "too. CMD's exit status and signals pass through unchanged. When CMD ends,\n"
-    "a summary goes to stderr.\n"
-    "\n"
-    "options:\n"
-    "  -o, --output PATH     raw profile path (default stackprof.<pid>.prof); an\n"
-    "                        earlier stackprof profile there is replaced once\n"
-    "                        the new one is written; any other file is refused\n"
-    "  -F, --freq HZ         samples per second of CPU time per thread, 1-20000\n"
-    "                        (default 100; above 250 Hz a perf_event task-clock\n"
-    "                        timer is used where permitted)\n"
-    "      --timer KIND      auto, posix, trap, perf, thread or itimer (default\n"
-    "                        auto):\n"
-    "                        posix  POSIX CPU timers, SIGPROF; at most one\n"
-    "                               signal per kernel tick (HZ)\n"
-    "                        trap   perf task-clock, SIGTRAP sent by the kernel\n"
-    "                               (Linux 5.13+; the program's own SIGTRAP use\n"
-    "                               is kept); auto's choice above 250 Hz\n"
-    "                        perf   perf task-clock, SIGPROF through fasync;\n"
-    "                               auto's choice under a debugger\n"
-    "                        thread a thread of stackprof's sends SIGPROF to\n"
-    "                               the threads running at each period; no\n"
-    "                               perf_event needed (containers); cheapest\n"
-    "                               in VMs, but samples lean towards system\n"
-    "                               calls where IPIs are slow (docs/SAMPLER.md)\n"
-    "                        itimer setitimer(ITIMER_PROF), process-wide\n"
-    "      --unwind MODE     fast, libunwind or check (default fast):\n"
-    "                        fast       each frame by its .eh_frame rule, cached\n"
-    "                                   by address; libunwind for the frames a\n"
-    "                                   rule can't step (signal frames, PLT)\n"
-    "                        libunwind  libunwind for every frame\n"
-    "                        check      both on every sample; `stackprof info`\n"
-    "                                   counts the samples where they differ\n"
-    "      --max-depth N     deepest stack kept, 8-4096 (default 512); deeper\n"
-    "                        stacks are kept truncated and marked\n"
-    "      --flush-ms N      how often the profile is flushed to disk (default 200)\n"
-    "      --top N           functions shown in the summary (default 10)\n"
-    "      --no-summary      print nothing but errors\n"
-    "      --schedule W,U,A[,R]  sample only active steps (needs stackprof_step())\n"
-    "      --paused          start with sampling off (stackprof_start() turns it on)\n"
-    "  -h, --help            this text\n"
-    "\n"
-    "environment read by libstackprof.so (set by this command from its options):\n"
-    "  STACKPROF_OUT         raw profile path (default stackprof.<pid>.prof)\n"
-    "  STACKPROF_FREQ        sampling rate in Hz per thread, 1-20000 (default 100)\n"
-    "  STACKPROF_TIMER       auto | posix | trap | perf | thread | itimer (default auto)\n"
-    "  STACKPROF_UNWIND      fast | libunwind | check (default fast)\n"
-    "  STACKPROF_MAX_DEPTH   frames kept per stack, 8-4096 (default 512)\n"
-    "  STACKPROF_RING_KB     per-thread sample buffer, 64-65536 KiB (default 1024)\n"
-    "  STACKPROF_FLUSH_MS    flush interval, 10-60000 ms (default 200)\n"
-    "  STACKPROF_SCHEDULE    wait,warmup,active[,repeat] steps (torch.profiler.schedule)\n"
-    "  STACKPROF_START       0: start paused until stackprof_start()\n"
-    "  STACKPROF_OVERWRITE   1: replace an existing STACKPROF_OUT file\n"
-    "  STACKPROF_QUIET       1: no messages from the library\n"
-    "  STACKPROF_VERBOSE     1: say where the profile goes and with which timer\n"
-    "  STACKPROF_MANIFEST    file to which each profiled process appends its path\n"
-    "  STACKPROF_LIB         (for this command) path of libstackprof.so to preload\n"
-    "this command also sets DNNL_JIT_PROFILE=2 unless set, so oneDNN's JIT kernels\n"
-    "are named (from /tmp/perf-<pid>.map, copied into the profile).\n"
-    "\n"
-    "examples:\n"
-    "  stackprof run -- ./resnet18 --batch 8\n"
-    "  stackprof run -o rn.prof -F 1000 -- ./resnet18\n"
-    "  stackprof run -o torch.prof -- /usr/bin/python3 infer.py\n"
-    "  LD_PRELOAD=/path/libstackprof.so STACKPROF_OUT=x.prof ./prog   (the same, by hand)\n";
+enum {
+	OPT_TIMER = 256,
+	OPT_UNWIND,
+	OPT_MAX_DEPTH,
+	OPT_FLUSH_MS,
+	OPT_TOP,
+	OPT_NO_SUMMARY,
+	OPT_SCHEDULE,
+	OPT_PAUSED,
+};
+
+static const struct sp_cli_opt sp_run_opts[] = {
+    {'o', 'o', "output", "PATH",
+     "raw profile path (default stackprof.<pid>.prof); an\n"
+     "earlier stackprof profile there is replaced once\n"
+     "the new one is written; any other file is refused;\n"
+     "/dev/null profiles and keeps nothing"},
+    {'F', 'F', "freq", "HZ",
+     "samples per second of CPU time per thread, 1-20000\n"
+     "(default 100; above 250 Hz a perf_event task-clock\n"
+     "timer is used where permitted)"},
+    {OPT_TIMER, 0, "timer", "KIND",
+     "auto, posix, trap, perf, thread or itimer (default\n"
+     "auto):\n"
+     "posix  POSIX CPU timers, SIGPROF; at most one\n"
+     "       signal per kernel tick (HZ)\n"
+     "trap   perf task-clock, SIGTRAP sent by the kernel\n"
+     "       (Linux 5.13+; the program's own SIGTRAP use\n"
+     "       is kept); auto's choice above 250 Hz\n"
+     "perf   perf task-clock, SIGPROF through fasync;\n"
+     "       auto's choice under a debugger\n"
+     "thread a thread of stackprof's sends SIGPROF to\n"
+     "       the threads running at each period; no\n"
+     "       perf_event needed (containers); cheapest\n"
+     "       in VMs, but samples lean towards system\n"
+     "       calls where IPIs are slow (docs/SAMPLER.md)\n"
+     "itimer setitimer(ITIMER_PROF), process-wide"},
+    {OPT_UNWIND, 0, "unwind", "MODE",
+     "fast, libunwind or check (default fast):\n"
+     "fast       each frame by its .eh_frame rule, cached\n"
+     "           by address; libunwind for the frames a\n"
+     "           rule can't step (signal frames, PLT)\n"
+     "libunwind  libunwind for every frame\n"
+     "check      both on every sample; `stackprof info`\n"
+     "           counts the samples where they differ"},
+    {OPT_MAX_DEPTH, 0, "max-depth", "N",
+     "deepest stack kept, 8-4096 (default 512); deeper\n"
+     "stacks are kept truncated and marked"},
+    {OPT_FLUSH_MS, 0, "flush-ms", "N", "how often the profile is flushed to disk (default 200)"},
+    {OPT_TOP, 0, "row-limit", "N", "functions shown in the summary (default 10; also --top)"},
+    {OPT_TOP, 0, "top", "N", NULL},
+    {OPT_NO_SUMMARY, 0, "no-summary", NULL, "print nothing but errors"},
+    {OPT_SCHEDULE, 0, "schedule", "W,U,A[,R]", "sample only active steps (needs stackprof_step())"},
+    {OPT_PAUSED, 0, "paused", NULL, "start with sampling off (stackprof_start() turns it on)"},
+    {0, 0, NULL, NULL, NULL},
+};
+
+static const struct sp_cli_cmd sp_run_cmd = {
+    .name = "run",
+    .synopsis = "[options] [--] CMD [ARGS...]",
+    .about = "Runs CMD with libstackprof.so preloaded: every thread is sampled on its own\n"
+	     "CPU-time timer, stacks are unwound in the signal handler and streamed to a\n"
+	     "raw profile. Children (fork) write PATH.<pid>; exec'ed programs are profiled\n"
+	     "too. Options end at CMD: everything after it is CMD's. When CMD ends, a\n"
+	     "summary goes to stderr.\n"
+	     "\n"
+	     "CMD's exit status and signals pass through unchanged. SIGINT, SIGQUIT,\n"
+	     "SIGHUP and SIGTERM sent to this command by a process (kill -INT PID) are\n"
+	     "passed on to CMD, as a shell passes them on; the ones a terminal sends\n"
+	     "(^C, ^\\, hangup) reach CMD by themselves and are not sent twice. A CMD\n"
+	     "that ends itself with SIGINT (Python after KeyboardInterrupt), SIGTERM,\n"
+	     "SIGHUP or SIGQUIT still leaves a complete profile.\n",
+    .opts = sp_run_opts,
+    .more = "environment read by libstackprof.so (set by this command from its options):\n"
+	    "  STACKPROF_OUT         raw profile path (default stackprof.<pid>.prof)\n"
+	    "  STACKPROF_FREQ        sampling rate in Hz per thread, 1-20000 (default 100)\n"
+	    "  STACKPROF_TIMER       auto | posix | trap | perf | thread | itimer (default "
+	    "auto)\n"
+	    "  STACKPROF_UNWIND      fast | libunwind | check (default fast)\n"
+	    "  STACKPROF_MAX_DEPTH   frames kept per stack, 8-4096 (default 512)\n"
+	    "  STACKPROF_RING_KB     per-thread sample buffer, 64-65536 KiB (default 1024)\n"
+	    "  STACKPROF_FLUSH_MS    flush interval, 10-60000 ms (default 200)\n"
+	    "  STACKPROF_SCHEDULE    wait,warmup,active[,repeat] steps (torch.profiler.schedule)\n"
+	    "  STACKPROF_START       0: start paused until stackprof_start()\n"
+	    "  STACKPROF_OVERWRITE   1: replace an existing STACKPROF_OUT file\n"
+	    "  STACKPROF_QUIET       1: no messages from the library\n"
+	    "  STACKPROF_VERBOSE     1: say where the profile goes and with which timer\n"
+	    "  STACKPROF_MANIFEST    file to which each profiled process appends its path,\n"
+	    "                        and '!error ERRNO PATH' if writing it failed\n"
+	    "  STACKPROF_LIB         (for this command) path of libstackprof.so to preload\n"
+	    "this command also sets DNNL_JIT_PROFILE=2 unless set, so oneDNN's JIT kernels\n"
+	    "are named (from /tmp/perf-<pid>.map, copied into the profile).\n"
+	    "\n"
+	    "examples:\n"
+	    "  stackprof run -- ./resnet18 --batch 8\n"
+	    "  stackprof run -o rn.prof -F 1000 -- ./resnet18\n"
+	    "  stackprof run -o torch.prof -- /usr/bin/python3 infer.py\n"
+	    "  LD_PRELOAD=/path/libstackprof.so STACKPROF_OUT=x.prof ./prog   (the same, by "
+	    "hand)\n",
+    .stop_at_operand = true,
+};
+
+struct sp_run_opts {
+	const char *out;
+	const char *freq, *timer, *unwind, *max_depth, *flush_ms, *schedule;
+	unsigned long top;
+	bool summary, paused;
+};
+
+/* A write error a profiled process reported in the manifest. */
+struct sp_run_error {
+	int err;
+	char *path;
+};
+
+struct sp_run {
+	struct sp_run_opts o;
+	char **cmd; /* the program and its arguments, NULL-terminated */
+	char lib[PATH_MAX];
+	char manifest[64];
+	bool have_manifest;
+	bool set_jit;
+	bool discard; /* -o /dev/null */
+	bool replace; /* an earlier profile at -o is replaced by the new one */
+	bool rename_failed;
+	int lock_fd;	  /* the earlier profile, locked while we may replace it */
+	struct stat kept; /* ... and which file that is */
+	pid_t child;
+	int status;   /* the program's wait status */
+	char **files; /* profiles the processes wrote, in start order */
+	size_t nfiles;
+	struct sp_run_error *errors;
+	size_t nerrors;
+};
+
+/* ---- options -------------------------------------------------------------- */
+
+static bool sp_run_check_choice(struct sp_cli_args *a, const char *v, const char *what,
+				const char *const *allowed)
+{
+	for (size_t i = 0; allowed[i]; i++)
+		if (!strcmp(v, allowed[i]))
+			return true;
+	sp_cli_bad(a, "%s", what);
+	return false;
+}
+
+/* Reads the options; false to stop with a->rc (help printed, or a usage error). */
+static bool sp_run_parse(struct sp_run *r, struct sp_cli_args *a)
+{
+	static const char *const timers[] = {"auto",   "posix",	 "trap", "perf",
+					     "thread", "itimer", NULL};
+	static const char *const unwinds[] = {"fast", "libunwind", "check", NULL};
+	struct sp_run_opts *o = &r->o;
+	unsigned long v;
+	int c;
+	while ((c = sp_cli_next(a)) > 0) {
+		switch (c) {
+		case 'o':
+			o->out = a->value;
+			break;
+		case 'F':
+			if (!sp_cli_ulong(a, 1, 20000, &v))
+				return false;
+			o->freq = a->value;
+			break;
+		case OPT_TIMER:
+			if (!sp_run_check_choice(
+				a, a->value,
+				"--timer must be auto, posix, trap, perf, thread or itimer",
+				timers))
+				return false;
+			o->timer = a->value;
+			break;
+		case OPT_UNWIND:
+			if (!sp_run_check_choice(
+				a, a->value, "--unwind must be fast, libunwind or check", unwinds))
+				return false;
+			o->unwind = a->value;
+			break;
+		case OPT_MAX_DEPTH:
+			if (!sp_cli_ulong(a, 8, 4096, &v))
+				return false;
+			o->max_depth = a->value;
+			break;
+		case OPT_FLUSH_MS:
+			if (!sp_cli_ulong(a, 10, 60000, &v))
+				return false;
+			o->flush_ms = a->value;
+			break;
+		case OPT_TOP:
+			if (!sp_cli_ulong(a, 0, 100000, &o->top))
+				return false;
+			break;
+		case OPT_NO_SUMMARY:
+			o->summary = false;
+			break;
+		case OPT_SCHEDULE: {
+			unsigned a0, a1, a2, a3 = 0;
+			char extra;
+			int k = sscanf(a->value, "%u,%u,%u,%u%c", &a0, &a1, &a2, &a3, &extra);
+			if ((k != 3 && k != 4) || a2 == 0)
+				return !sp_cli_bad(
+				    a,
+				    "--schedule wants wait,warmup,active[,repeat] with active > 0");
+			o->schedule = a->value;
+			break;
+		}
+		case OPT_PAUSED:
+			o->paused = true;
+			break;
+		}
+	}
+	if (c < 0)
+		return false;
+	if (!a->n_operands)
+		return !sp_cli_bad(a, "no command given");
+	r->cmd = a->operands; /* calloc'd one longer than the operands: NULL-terminated */
+	return true;
+}
+
+/* ---- the output path ------------------------------------------------------- */
+
+/* 1 if fd's file begins with the raw profile's magic, 0 if not, -errno if it cannot be read. */
+static int sp_is_profile(int fd)
+{
+	char magic[SP_PROFILE_MAGIC_LEN];
+	ssize_t got = pread(fd, magic, sizeof(magic), 0);
+	if (got < 0)
+		return -errno;
+	return got == (ssize_t)sizeof(magic) && !memcmp(magic, SP_PROFILE_MAGIC, sizeof(magic));
+}
+
+static bool sp_is_dev_null(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3);
+}
+
+/*
+ * Claims the earlier profile at path for replacement: an exclusive lock
+ * on it, held until we exit. A profile still being written (the library
+ * holds a shared lock on it) or claimed by another run is left alone: our
+ * profile then goes beside it. Returns 1 claimed, 0 left alone, -errno.
+ */
+static int sp_run_claim(struct sp_run *r, const char *path)
+{
+	for (int tries = 0; tries < 10; tries++) {
+		int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0)
+			return errno == ENOENT ? 0 : -errno;
+		int is = sp_is_profile(fd);
+		if (is <= 0) {
+			close(fd);
+			return is < 0 ? is : -EEXIST;
+		}
+		if (flock(fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK) {
+			close(fd);
+			return 0;
+		}
+		/* locked (or locks unsupported); is it still the file at path? */
+		struct stat now;
+		if (fstat(fd, &r->kept) == 0 && lstat(path, &now) == 0 &&
+		    now.st_dev == r->kept.st_dev && now.st_ino == r->kept.st_ino) {
+			r->lock_fd = fd;
+			return 1;
+		}
+		close(fd); /* replaced meanwhile: look again */
+	}
+	return -EBUSY;
+}
+
+/*
+ * An earlier profile at -o is replaced after the run, and only by a new
+ * one: a program that is never profiled leaves it as it was. Anything
+ * else there is somebody's file. A path that cannot be created fails now,
+ * before the program runs.
+ */
+static int sp_run_check_output(struct sp_run *r)
+{
+	const char *out = r->o.out;
+	struct stat st;
+	if (!out)
+		return 0;
+	if (sp_is_dev_null(out)) {
+		r->discard = true;
+		return 0;
+	}
+	if (lstat(out, &st) == 0) {
+		int is = S_ISREG(st.st_mode) ? sp_run_claim(r, out) : -EEXIST;
+		if (is == -EEXIST) {
+			sp_cli_error("run: %s exists and is not a stackprof profile; not "
+				     "replacing it (remove it, or choose another -o)",
+				     out);
+			return SP_EXIT_ERROR;
+		}
+		if (is < 0) {
+			sp_cli_error("run: %s exists and cannot be read (%s); not replacing it",
+				     out, strerror(-is));
+			return SP_EXIT_ERROR;
+		}
+		r->replace = is == 1;
+		return 0;
+	}
+	char *copy = strdup(out);
+	if (!copy)
+		return SP_EXIT_ERROR;
+	const char *dir = dirname(copy);
+	int rc = SP_EXIT_OK;
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || access(dir, W_OK | X_OK) < 0) {
+		int e = errno ? errno : ENOTDIR;
+		if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
+			e = ENOTDIR;
+		sp_cli_error("run: cannot write the profile %s: %s: %s", out, dir, strerror(e));
+		rc = SP_EXIT_ERROR;
+	}
+	free(copy);
+	return rc;
+}
+
+/* ---- environment ------------------------------------------------------------ */
 
 /* Finds libstackprof.so: STACKPROF_LIB, next to this binary, or ../lib/. */
 static bool sp_find_lib(char *out, size_t cap)
@@ -127,74 +389,215 @@ static bool sp_find_lib(char *out, size_t cap)
 	return false;
 }
 
-static pid_t sp_child;
-
-static void sp_forward(int sig)
-{
-	if (sp_child > 0)
-		kill(sp_child, sig);
-}
-
-struct sp_run_opts {
-	const char *out;
-	const char *freq, *timer, *unwind, *max_depth, *flush_ms, *schedule;
-	unsigned long top;
-	bool summary, paused;
-};
-
 static int sp_setenv_checked(const char *k, const char *v)
 {
-	if (setenv(k, v, 1) < 0) {
+	if (v && setenv(k, v, 1) < 0) {
 		sp_cli_error("setenv %s: %s", k, strerror(errno));
 		return -1;
 	}
 	return 0;
 }
 
-/* Reads the manifest: one absolute path per profiled process, in start order. */
-static char **sp_read_manifest(const char *path, size_t *n)
+/* The library, the manifest, and the environment the program inherits. */
+static int sp_run_prepare(struct sp_run *r)
 {
-	*n = 0;
-	FILE *f = fopen(path, "r");
+	const struct sp_run_opts *o = &r->o;
+	if (!sp_find_lib(r->lib, sizeof(r->lib))) {
+		sp_cli_error("run: cannot find libstackprof.so (looked next to this program and in "
+			     "../lib; set STACKPROF_LIB)");
+		return SP_EXIT_ERROR;
+	}
+	snprintf(r->manifest, sizeof(r->manifest), "/tmp/stackprof-manifest-XXXXXX");
+	int mfd = mkstemp(r->manifest);
+	if (mfd < 0) {
+		sp_cli_error("run: cannot create a temporary file: %s", strerror(errno));
+		return SP_EXIT_ERROR;
+	}
+	close(mfd);
+	r->have_manifest = true;
+
+	const char *old = getenv("LD_PRELOAD");
+	size_t plen = strlen(r->lib) + (old ? strlen(old) : 0) + 2;
+	char *preload = malloc(plen);
+	if (!preload)
+		return SP_EXIT_ERROR;
+	snprintf(preload, plen, "%s%s%s", r->lib, old && *old ? ":" : "", old ? old : "");
+	r->set_jit = !getenv("DNNL_JIT_PROFILE");
+	int bad = sp_setenv_checked("LD_PRELOAD", preload) ||
+		  sp_setenv_checked("STACKPROF_MANIFEST", r->manifest) ||
+		  sp_setenv_checked("STACKPROF_OUT", o->out) ||
+		  sp_setenv_checked("STACKPROF_FREQ", o->freq) ||
+		  sp_setenv_checked("STACKPROF_TIMER", o->timer) ||
+		  sp_setenv_checked("STACKPROF_UNWIND", o->unwind) ||
+		  sp_setenv_checked("STACKPROF_MAX_DEPTH", o->max_depth) ||
+		  sp_setenv_checked("STACKPROF_FLUSH_MS", o->flush_ms) ||
+		  sp_setenv_checked("STACKPROF_SCHEDULE", o->schedule) ||
+		  sp_setenv_checked("STACKPROF_START", o->paused ? "0" : NULL) ||
+		  sp_setenv_checked("DNNL_JIT_PROFILE", r->set_jit ? "2" : NULL);
+	free(preload);
+	return bad ? SP_EXIT_ERROR : SP_EXIT_OK;
+}
+
+/* ---- the program -------------------------------------------------------------- */
+
+static volatile sig_atomic_t sp_child;
+
+/*
+ * A signal sent to us by a process (kill, sigqueue, tgkill) is meant for the
+ * program: pass it on. One the kernel sent (the terminal's ^C, ^\ or
+ * hangup, SI_KERNEL) went to the program's process group, the program
+ * included, already.
+ */
+static void sp_forward(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	int e = errno;
+	if (sp_child > 0 &&
+	    (si->si_code == SI_USER || si->si_code == SI_QUEUE || si->si_code == SI_TKILL))
+		kill(sp_child, sig);
+	errno = e;
+}
+
+static const int sp_forwarded[] = {SIGINT, SIGQUIT, SIGHUP, SIGTERM};
+
+/* Starts the program. Returns 0, or the exit status (it could not be started). */
+static int sp_run_spawn(struct sp_run *r)
+{
+	sigset_t block, old;
+	sigemptyset(&block);
+	for (size_t i = 0; i < sizeof(sp_forwarded) / sizeof(sp_forwarded[0]); i++)
+		sigaddset(&block, sp_forwarded[i]);
+	int errpipe[2];
+	fflush(NULL);
+	if (pipe2(errpipe, O_CLOEXEC) < 0) {
+		sp_cli_error("run: pipe: %s", strerror(errno));
+		return SP_EXIT_ERROR;
+	}
+	/* blocked across fork: a signal in between is neither lost nor
+	 * handled by a child that has not exec'ed yet */
+	sigprocmask(SIG_BLOCK, &block, &old);
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(errpipe[0]);
+		signal(SIGPIPE, SIG_DFL); /* main() ignored it for our own output */
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		execvp(r->cmd[0], r->cmd);
+		int e = errno;
+		ssize_t w = write(errpipe[1], &e, sizeof(e));
+		(void)w;
+		_exit(e == ENOENT ? 127 : 126);
+	}
+	int fork_errno = errno;
+	close(errpipe[1]);
+	if (pid > 0) {
+		sp_child = pid;
+		r->child = pid;
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = sp_forward;
+		sa.sa_flags = SA_SIGINFO | SA_RESTART;
+		for (size_t i = 0; i < sizeof(sp_forwarded) / sizeof(sp_forwarded[0]); i++)
+			sigaction(sp_forwarded[i], &sa, NULL);
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (pid < 0) {
+		close(errpipe[0]);
+		sp_cli_error("run: fork: %s", strerror(fork_errno));
+		return SP_EXIT_ERROR;
+	}
+	int exec_errno = 0;
+	ssize_t got;
+	while ((got = read(errpipe[0], &exec_errno, sizeof(exec_errno))) < 0 && errno == EINTR)
+		;
+	close(errpipe[0]);
+	if (got == (ssize_t)sizeof(exec_errno)) {
+		sp_cli_error("run: cannot run '%s': %s", r->cmd[0], strerror(exec_errno));
+		while (waitpid(pid, &r->status, 0) < 0 && errno == EINTR)
+			;
+		return WIFEXITED(r->status) ? WEXITSTATUS(r->status) : SP_EXIT_ERROR;
+	}
+	return 0;
+}
+
+static int sp_run_wait(struct sp_run *r)
+{
+	while (waitpid(r->child, &r->status, 0) < 0) {
+		if (errno != EINTR) {
+			sp_cli_error("run: waitpid: %s", strerror(errno));
+			return SP_EXIT_ERROR;
+		}
+	}
+	return 0;
+}
+
+/* ---- after the run ------------------------------------------------------------ */
+
+static int sp_errno_by_name(const char *name)
+{
+	for (int e = 1; e < 200; e++) {
+		const char *n = strerrorname_np(e);
+		if (n && !strcmp(n, name))
+			return e;
+	}
+	return atoi(name) > 0 ? atoi(name) : EIO;
+}
+
+/* Grows *v (of elem-sized entries) to hold n + 1; false if out of memory. */
+static bool sp_grow(void **v, size_t n, size_t *cap, size_t elem)
+{
+	if (n < *cap)
+		return true;
+	size_t c2 = *cap ? *cap * 2 : 8;
+	void *w = realloc(*v, c2 * elem);
+	if (!w)
+		return false;
+	*v = w;
+	*cap = c2;
+	return true;
+}
+
+/*
+ * Reads the manifest: one absolute path per profiled process, in start
+ * order, and "!error ERRNO PATH" for a profile whose writing failed (ERRNO
+ * by name, as ENOSPC).
+ */
+static void sp_run_read_manifest(struct sp_run *r)
+{
+	FILE *f = fopen(r->manifest, "r");
 	if (!f)
-		return NULL;
-	char **v = NULL;
-	size_t cap = 0;
+		return;
+	size_t cap = 0, ecap = 0;
 	char line[8192];
 	while (fgets(line, sizeof(line), f)) {
 		line[strcspn(line, "\n")] = '\0';
-		if (!*line)
-			continue;
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 8;
-			char **w = realloc(v, cap * sizeof(*v));
-			if (!w)
-				break;
-			v = w;
+		char *name = line + 7, *sp = strchr(name, ' ');
+		if (!strncmp(line, "!error ", 7) && sp) {
+			*sp = '\0';
+			char *path = strdup(sp + 1);
+			if (path &&
+			    sp_grow((void **)&r->errors, r->nerrors, &ecap, sizeof(*r->errors)))
+				r->errors[r->nerrors++] =
+				    (struct sp_run_error){sp_errno_by_name(name), path};
+			else
+				free(path);
+		} else if (line[0] && line[0] != '!') {
+			char *path = strdup(line);
+			if (path && sp_grow((void **)&r->files, r->nfiles, &cap, sizeof(*r->files)))
+				r->files[r->nfiles++] = path;
+			else
+				free(path);
 		}
-		v[(*n)++] = strdup(line);
 	}
 	fclose(f);
-	return v;
 }
 
-static void sp_print_summary(const char *path, const struct sp_run_opts *o)
+/* The error the library met writing path, or 0. */
+static int sp_run_write_error(const struct sp_run *r, const char *path)
 {
-	struct sp_profile *p = sp_cli_read_profile(path);
-	if (!p)
-		return;
-	struct sp_model_opts mo;
-	memset(&mo, 0, sizeof(mo));
-	mo.no_ranges = true;
-	struct sp_model *m = sp_cli_build_model(path, p, &mo);
-	struct sp_summary s;
-	sp_summary_compute(p, m, &s);
-	fprintf(stderr, "stackprof: %s (pid %d)\n", p->header.cmdline, p->header.pid);
-	sp_summary_print_counts(stderr, p, &s, "stackprof: ");
-	if (m && o->top)
-		sp_summary_print_top(stderr, m, o->top, "  ");
-	sp_model_free(m);
-	sp_profile_free(p);
+	for (size_t i = 0; i < r->nerrors; i++)
+		if (!strcmp(r->errors[i].path, path))
+			return r->errors[i].err;
+	return 0;
 }
 
 /* Removes /tmp/perf-<pid>.map files that exist only because we set DNNL_JIT_PROFILE. */
@@ -211,36 +614,92 @@ static void sp_remove_perf_map(const char *prof_path)
 	sp_profile_free(p);
 }
 
-/* 1 if path begins with the raw profile's magic, 0 if not, -errno if it
- * cannot be read. */
-static int sp_is_profile(const char *path)
+static bool sp_same_file(const char *a, const char *b)
 {
-	char magic[SP_PROFILE_MAGIC_LEN];
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	int is = read(fd, magic, sizeof(magic)) == (ssize_t)sizeof(magic) &&
-		 !memcmp(magic, SP_PROFILE_MAGIC, sizeof(magic));
-	close(fd);
-	return is;
+	struct stat x, y;
+	return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
 }
 
-/* The file execvp(cmd) runs, into out: cmd itself if it has a slash, else
- * the first executable regular file of that name along PATH. */
-static bool sp_resolve_cmd(const char *cmd, char *out, size_t cap)
+/*
+ * The first profile went to PATH.<pid> because an earlier profile held
+ * PATH: now that the new one is whole, it takes PATH's place (one rename,
+ * so PATH always holds a whole profile). Only the earlier profile we
+ * claimed is replaced: if PATH is another file by now, ours stays beside it.
+ */
+static void sp_run_take_place(struct sp_run *r)
 {
-	struct stat st;
-	if (strchr(cmd, '/'))
-		return snprintf(out, cap, "%s", cmd) < (int)cap;
-	const char *path = getenv("PATH");
-	for (const char *p = path ? path : "/usr/local/bin:/usr/bin:/bin"; *p;) {
-		size_t n = strcspn(p, ":");
-		if (snprintf(out, cap, "%.*s/%s", (int)n, n ? p : ".", cmd) < (int)cap &&
-		    stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0)
-			return true;
-		p += n + (p[n] == ':');
+	char **first = &r->files[0];
+	const char *out = r->o.out;
+	struct stat now;
+	if (sp_same_file(*first, out))
+		return;
+	if (lstat(out, &now) < 0 || now.st_dev != r->kept.st_dev || now.st_ino != r->kept.st_ino)
+		return;
+	if (rename(*first, out) < 0) {
+		r->rename_failed = true;
+		sp_cli_warn("run: cannot replace %s: %s; the profile is in %s", out,
+			    strerror(errno), *first);
+		return;
 	}
-	return false;
+	char *dup = strdup(out);
+	if (dup) {
+		free(*first);
+		*first = dup;
+	}
+}
+
+/* Puts the profiles in place; the status the run ends with if a profile failed. */
+static int sp_run_collect(struct sp_run *r)
+{
+	sp_run_read_manifest(r);
+	unlink(r->manifest);
+	r->have_manifest = false;
+	if (r->set_jit)
+		for (size_t k = 0; k < r->nfiles; k++)
+			sp_remove_perf_map(r->files[k]);
+	if (r->nfiles && sp_run_write_error(r, r->files[0]))
+		return SP_EXIT_ERROR; /* never over the earlier profile */
+	if (r->replace && r->nfiles && !r->discard)
+		sp_run_take_place(r);
+	return r->nerrors ? SP_EXIT_ERROR : SP_EXIT_OK;
+}
+
+static void sp_print_summary(const char *path, const struct sp_run_opts *o)
+{
+	/* one warning at most: the counts say it if the profile is cut off */
+	char err[512];
+	struct sp_profile *p = sp_profile_read(path, err, sizeof(err));
+	if (!p) {
+		sp_cli_error("%s", err);
+		return;
+	}
+	struct sp_model_opts mo;
+	memset(&mo, 0, sizeof(mo));
+	mo.no_ranges = true;
+	struct sp_model *m = sp_cli_build_model(path, p, &mo);
+	struct sp_summary s;
+	sp_summary_compute(p, m, &s);
+	fprintf(stderr, "stackprof: %s (pid %d)\n", p->header.cmdline, p->header.pid);
+	sp_summary_print_counts(stderr, p, &s, "stackprof: ");
+	if (m && o->top)
+		sp_summary_print_top(stderr, m, o->top, "  ");
+	sp_model_free(m);
+	sp_profile_free(p);
+}
+
+/* Why the library could not write a profile, in a user's words. */
+static const char *sp_write_error_text(int err)
+{
+	switch (err) {
+	case ENOSPC:
+		return "disk full";
+	case EDQUOT:
+		return "disk quota exceeded";
+	case EFBIG:
+		return "file too large";
+	default:
+		return strerror(err);
+	}
 }
 
 /* Whether the ELF executable at path has no program interpreter (static). */
@@ -248,7 +707,7 @@ static bool sp_elf_static(const char *path)
 {
 	Elf64_Ehdr eh;
 	bool is_static = false;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return false;
 	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
@@ -273,6 +732,25 @@ out:
 	return is_static;
 }
 
+/* The file execvp(cmd) runs, into out: cmd itself if it has a slash, else
+ * the first executable regular file of that name along PATH. */
+static bool sp_resolve_cmd(const char *cmd, char *out, size_t cap)
+{
+	struct stat st;
+	if (strchr(cmd, '/'))
+		return snprintf(out, cap, "%s", cmd) < (int)cap && stat(out, &st) == 0 &&
+		       S_ISREG(st.st_mode);
+	const char *path = getenv("PATH");
+	for (const char *p = path ? path : "/usr/local/bin:/usr/bin:/bin"; *p;) {
+		size_t n = strcspn(p, ":");
+		if (snprintf(out, cap, "%.*s/%s", (int)n, n ? p : ".", cmd) < (int)cap &&
+		    stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0)
+			return true;
+		p += n + (p[n] == ':');
+	}
+	return false;
+}
+
 /*
  * Why the dynamic loader will preload nothing into the program cmd runs, or
  * NULL if its file gives no reason. ld.so(8) ignores LD_PRELOAD in secure
@@ -295,275 +773,76 @@ static const char *sp_preload_refused(const char *cmd, char *file, size_t cap)
 	return NULL;
 }
 
-/* Tells why no profile was written, as precisely as the program's file allows. */
-static void sp_explain_no_profile(const char *cmd, const char *kept)
+/* Tells why no profile was written, as precisely as we know. */
+static void sp_explain_no_profile(const struct sp_run *r)
 {
 	char file[PATH_MAX];
-	const char *why = sp_preload_refused(cmd, file, sizeof(file));
-	if (why)
+	const char *why = sp_preload_refused(r->cmd[0], file, sizeof(file));
+	if (r->nerrors)
+		fprintf(stderr, "stackprof: no profile was written: creating %s failed: %s\n",
+			r->errors[0].path, sp_write_error_text(r->errors[0].err));
+	else if (why)
 		fprintf(stderr, "stackprof: no profile was written: %s %s; it ran unprofiled\n",
 			file, why);
 	else
 		fprintf(stderr, "stackprof: no profile was written (did the program clear "
 				"LD_PRELOAD, or exec a static or set-user-ID one?)\n");
-	if (kept)
-		fprintf(stderr, "stackprof: %s still holds the earlier profile\n", kept);
 }
 
-/*
- * The first profile went to PATH.<pid> because an earlier profile held
- * PATH: now that the new one exists, it takes PATH's place (one rename, so
- * PATH always holds a whole profile).
- */
-static void sp_take_place(char **first, const char *out)
+static void sp_run_report(const struct sp_run *r)
 {
-	struct stat a, b;
-	if (stat(*first, &a) == 0 && stat(out, &b) == 0 && a.st_dev == b.st_dev &&
-	    a.st_ino == b.st_ino)
-		return;
-	if (rename(*first, out) < 0) {
-		sp_cli_warn("run: cannot replace %s: %s; the profile is in %s", out,
-			    strerror(errno), *first);
+	const char *first = r->nfiles ? r->files[0] : NULL;
+	int err = first ? sp_run_write_error(r, first) : 0;
+	if (r->discard) {
+		if (r->o.summary)
+			fprintf(stderr, "stackprof: the profile went to /dev/null: nothing kept\n");
 		return;
 	}
-	char *dup = strdup(out);
-	if (dup) {
-		free(*first);
-		*first = dup;
+	if (!first) {
+		/* errors are said even with --no-summary */
+		if (r->o.summary || r->nerrors)
+			sp_explain_no_profile(r);
+		if (r->o.summary && r->replace)
+			fprintf(stderr, "stackprof: %s still holds the earlier profile\n",
+				r->o.out);
+		return;
 	}
+	for (size_t k = 1; k < r->nfiles; k++) {
+		int e = sp_run_write_error(r, r->files[k]);
+		if (e)
+			sp_cli_error("writing the profile %s failed: %s (%s)", r->files[k],
+				     sp_write_error_text(e), strerror(e));
+	}
+	if (err) {
+		/* errors are said even with --no-summary; nothing was "wrote" */
+		sp_cli_error("writing the profile %s failed: %s (%s); it holds what was "
+			     "written before that",
+			     first, sp_write_error_text(err), strerror(err));
+		if (r->replace)
+			sp_cli_error("%s still holds the earlier profile", r->o.out);
+		return;
+	}
+	if (r->o.summary)
+		sp_print_summary(first, &r->o);
+	if (r->o.out && !r->rename_failed && !sp_same_file(first, r->o.out))
+		sp_cli_warn("run: %s was being written or replaced by another process; this "
+			    "profile stays in %s",
+			    r->o.out, first);
+	if (!r->o.summary)
+		return;
+	fprintf(stderr, "stackprof: wrote %s", first);
+	for (size_t k = 1; k < r->nfiles; k++)
+		fprintf(stderr, "%s%s", k == 1 ? "; children and exec'ed images: " : ", ",
+			r->files[k]);
+	fprintf(stderr, "\nstackprof: next: stackprof flamegraph %s -o profile.svg\n", first);
+	fprintf(stderr, "stackprof:   or: stackprof table %s\n", first);
 }
 
-int sp_cmd_run(int argc, char **argv)
+/* Ends the way the program ended: its exit status, or its signal. */
+static int sp_run_end_like_child(const struct sp_run *r, int rc)
 {
-	struct sp_run_opts o = {.top = 10, .summary = true};
-	int i;
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *next = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(a, "--")) {
-			i++;
-			break;
-		}
-		if (a[0] != '-')
-			break;
-		if (!strcmp(a, "-h") || !strcmp(a, "--help"))
-			return sp_cli_usage(sp_run_usage, false);
-		if (!strcmp(a, "--no-summary")) {
-			o.summary = false;
-			continue;
-		}
-		if (!strcmp(a, "--paused")) {
-			o.paused = true;
-			continue;
-		}
-		const char **slot = NULL;
-		if (!strcmp(a, "-o") || !strcmp(a, "--output"))
-			slot = &o.out;
-		else if (!strcmp(a, "-F") || !strcmp(a, "--freq"))
-			slot = &o.freq;
-		else if (!strcmp(a, "--timer"))
-			slot = &o.timer;
-		else if (!strcmp(a, "--unwind"))
-			slot = &o.unwind;
-		else if (!strcmp(a, "--max-depth"))
-			slot = &o.max_depth;
-		else if (!strcmp(a, "--flush-ms"))
-			slot = &o.flush_ms;
-		else if (!strcmp(a, "--schedule"))
-			slot = &o.schedule;
-		else if (!strcmp(a, "--top")) {
-			if (!next)
-				goto missing;
-			if (!sp_cli_parse_ulong("--top", next, 0, 100000, &o.top))
-				return SP_EXIT_USAGE;
-			i++;
-			continue;
-		} else {
-			sp_cli_error("run: unknown option '%s'", a);
-			return sp_cli_usage(sp_run_usage, true);
-		}
-		if (!next)
-			goto missing;
-		*slot = next;
-		i++;
-		continue;
-	missing:
-		sp_cli_error("run: option '%s' needs a value", a);
-		return SP_EXIT_USAGE;
-	}
-	if (i >= argc) {
-		sp_cli_error("run: no command given");
-		return sp_cli_usage(sp_run_usage, true);
-	}
-	unsigned long v;
-	if (o.freq && !sp_cli_parse_ulong("--freq", o.freq, 1, 20000, &v))
-		return SP_EXIT_USAGE;
-	if (o.max_depth && !sp_cli_parse_ulong("--max-depth", o.max_depth, 8, 4096, &v))
-		return SP_EXIT_USAGE;
-	if (o.flush_ms && !sp_cli_parse_ulong("--flush-ms", o.flush_ms, 10, 60000, &v))
-		return SP_EXIT_USAGE;
-	if (o.timer && strcmp(o.timer, "auto") && strcmp(o.timer, "posix") &&
-	    strcmp(o.timer, "perf") && strcmp(o.timer, "trap") && strcmp(o.timer, "thread") &&
-	    strcmp(o.timer, "itimer")) {
-		sp_cli_error("run: --timer must be auto, posix, trap, perf, thread or itimer");
-		return SP_EXIT_USAGE;
-	}
-	if (o.unwind && strcmp(o.unwind, "fast") && strcmp(o.unwind, "libunwind") &&
-	    strcmp(o.unwind, "check")) {
-		sp_cli_error("run: --unwind must be fast, libunwind or check");
-		return SP_EXIT_USAGE;
-	}
-	if (o.schedule) {
-		unsigned a0, a1, a2, a3 = 0;
-		char extra;
-		int k = sscanf(o.schedule, "%u,%u,%u,%u%c", &a0, &a1, &a2, &a3, &extra);
-		if ((k != 3 && k != 4) || a2 == 0) {
-			sp_cli_error(
-			    "run: --schedule wants wait,warmup,active[,repeat] with active > 0");
-			return SP_EXIT_USAGE;
-		}
-	}
-
-	char lib[PATH_MAX];
-	if (!sp_find_lib(lib, sizeof(lib))) {
-		sp_cli_error("run: cannot find libstackprof.so (looked next to this program and in "
-			     "../lib; set STACKPROF_LIB)");
-		return SP_EXIT_ERROR;
-	}
-	/* An earlier profile at -o is replaced after the run, and only by a new
-	 * one: a program that is never profiled leaves it as it was. Anything
-	 * else there is somebody's file. */
-	bool replace = false;
-	if (o.out) {
-		struct stat st;
-		if (lstat(o.out, &st) == 0) {
-			int is = S_ISREG(st.st_mode) ? sp_is_profile(o.out) : 0;
-			if (is < 0) {
-				sp_cli_error("run: %s exists and cannot be read (%s); not "
-					     "replacing it",
-					     o.out, strerror(-is));
-				return SP_EXIT_ERROR;
-			}
-			if (!is) {
-				sp_cli_error("run: %s exists and is not a stackprof profile; not "
-					     "replacing it (remove it, or choose another -o)",
-					     o.out);
-				return SP_EXIT_ERROR;
-			}
-			replace = true;
-		}
-	}
-	char manifest[] = "/tmp/stackprof-manifest-XXXXXX";
-	int mfd = mkstemp(manifest);
-	if (mfd < 0) {
-		sp_cli_error("run: cannot create a temporary file: %s", strerror(errno));
-		return SP_EXIT_ERROR;
-	}
-	close(mfd);
-
-	/* the environment the child inherits */
-	const char *old_preload = getenv("LD_PRELOAD");
-	size_t plen = strlen(lib) + (old_preload ? strlen(old_preload) : 0) + 2;
-	char *preload = malloc(plen);
-	if (!preload) {
-		unlink(manifest);
-		return SP_EXIT_ERROR;
-	}
-	snprintf(preload, plen, "%s%s%s", lib, old_preload && *old_preload ? ":" : "",
-		 old_preload ? old_preload : "");
-	bool set_jit = !getenv("DNNL_JIT_PROFILE");
-	if (sp_setenv_checked("LD_PRELOAD", preload) ||
-	    sp_setenv_checked("STACKPROF_MANIFEST", manifest) ||
-	    (o.out && sp_setenv_checked("STACKPROF_OUT", o.out)) ||
-	    (o.freq && sp_setenv_checked("STACKPROF_FREQ", o.freq)) ||
-	    (o.timer && sp_setenv_checked("STACKPROF_TIMER", o.timer)) ||
-	    (o.unwind && sp_setenv_checked("STACKPROF_UNWIND", o.unwind)) ||
-	    (o.max_depth && sp_setenv_checked("STACKPROF_MAX_DEPTH", o.max_depth)) ||
-	    (o.flush_ms && sp_setenv_checked("STACKPROF_FLUSH_MS", o.flush_ms)) ||
-	    (o.schedule && sp_setenv_checked("STACKPROF_SCHEDULE", o.schedule)) ||
-	    (o.paused && sp_setenv_checked("STACKPROF_START", "0")) ||
-	    (set_jit && sp_setenv_checked("DNNL_JIT_PROFILE", "2"))) {
-		free(preload);
-		unlink(manifest);
-		return SP_EXIT_ERROR;
-	}
-	free(preload);
-
-	fflush(NULL);
-	int errpipe[2];
-	if (pipe2(errpipe, O_CLOEXEC) < 0) {
-		sp_cli_error("run: pipe: %s", strerror(errno));
-		unlink(manifest);
-		return SP_EXIT_ERROR;
-	}
-	sp_child = fork();
-	if (sp_child < 0) {
-		sp_cli_error("run: fork: %s", strerror(errno));
-		unlink(manifest);
-		return SP_EXIT_ERROR;
-	}
-	if (sp_child == 0) {
-		close(errpipe[0]);
-		signal(SIGPIPE, SIG_DFL); /* main() ignored it for our own output */
-		execvp(argv[i], argv + i);
-		int e = errno;
-		ssize_t w = write(errpipe[1], &e, sizeof(e));
-		(void)w;
-		_exit(e == ENOENT ? 127 : 126);
-	}
-	close(errpipe[1]);
-	/* like time(1): the terminal's ^C reaches the child; we wait for it */
-	signal(SIGINT, SIG_IGN);
-	signal(SIGQUIT, SIG_IGN);
-	signal(SIGTERM, sp_forward);
-	signal(SIGHUP, sp_forward);
-	int exec_errno = 0;
-	ssize_t got = read(errpipe[0], &exec_errno, sizeof(exec_errno));
-	close(errpipe[0]);
-	int status = 0;
-	while (waitpid(sp_child, &status, 0) < 0) {
-		if (errno != EINTR) {
-			sp_cli_error("run: waitpid: %s", strerror(errno));
-			unlink(manifest);
-			return SP_EXIT_ERROR;
-		}
-	}
-	if (got == (ssize_t)sizeof(exec_errno)) {
-		sp_cli_error("run: cannot run '%s': %s", argv[i], strerror(exec_errno));
-		unlink(manifest);
-		return WEXITSTATUS(status);
-	}
-
-	size_t nfiles = 0;
-	char **files = sp_read_manifest(manifest, &nfiles);
-	unlink(manifest);
-	if (set_jit)
-		for (size_t k = 0; k < nfiles; k++)
-			sp_remove_perf_map(files[k]);
-	if (replace && nfiles > 0)
-		sp_take_place(&files[0], o.out);
-	if (o.summary) {
-		if (nfiles == 0) {
-			sp_explain_no_profile(argv[i], replace ? o.out : NULL);
-		} else {
-			sp_print_summary(files[0], &o);
-			fprintf(stderr, "stackprof: wrote %s", files[0]);
-			for (size_t k = 1; k < nfiles; k++)
-				fprintf(stderr, "%s%s",
-					k == 1 ? "; children and exec'ed images: " : ", ",
-					files[k]);
-			fprintf(stderr,
-				"\nstackprof: next: stackprof flamegraph %s -o profile.svg"
-				" | stackprof table %s\n",
-				files[0], files[0]);
-		}
-	}
-	for (size_t k = 0; k < nfiles; k++)
-		free(files[k]);
-	free(files);
-
-	if (WIFSIGNALED(status)) {
-		int sig = WTERMSIG(status);
+	if (WIFSIGNALED(r->status)) {
+		int sig = WTERMSIG(r->status);
 		/* die the same way, so the shell sees what it would have seen, but
 		 * without a second core dump */
 		struct rlimit rl = {0, 0};
@@ -577,5 +856,44 @@ int sp_cmd_run(int argc, char **argv)
 		raise(sig);
 		return 128 + sig;
 	}
-	return WIFEXITED(status) ? WEXITSTATUS(status) : SP_EXIT_ERROR;
+	int status = WIFEXITED(r->status) ? WEXITSTATUS(r->status) : SP_EXIT_ERROR;
+	/* a profile that failed to write fails a run that otherwise succeeded */
+	return status ? status : rc;
+}
+
+static void sp_run_release(struct sp_run *r)
+{
+	if (r->have_manifest)
+		unlink(r->manifest);
+	if (r->lock_fd >= 0)
+		close(r->lock_fd);
+	for (size_t k = 0; k < r->nfiles; k++)
+		free(r->files[k]);
+	free(r->files);
+	for (size_t k = 0; k < r->nerrors; k++)
+		free(r->errors[k].path);
+	free(r->errors);
+}
+
+int sp_cmd_run(int argc, char **argv)
+{
+	struct sp_run r = {.o = {.top = 10, .summary = true}, .lock_fd = -1};
+	struct sp_cli_args a;
+	int rc;
+
+	sp_cli_args_init(&a, &sp_run_cmd, argc, argv);
+	if (!sp_run_parse(&r, &a)) {
+		rc = a.rc;
+		goto out;
+	}
+	if ((rc = sp_run_check_output(&r)) || (rc = sp_run_prepare(&r)) ||
+	    (rc = sp_run_spawn(&r)) || (rc = sp_run_wait(&r)))
+		goto out;
+	rc = sp_run_collect(&r);
+	sp_run_report(&r);
+	rc = sp_run_end_like_child(&r, rc);
+out:
+	sp_run_release(&r);
+	sp_cli_args_release(&a);
+	return rc;
 }

@@ -3,6 +3,7 @@
  * the output of `eu-addr2line -f -i -C -e ELF ADDR...`, from the same
  * indexes the profile exporters use.
  */
+#define _GNU_SOURCE /* memmem */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -15,30 +16,40 @@
 #include "commands.h"
 #include "symbolize.h"
 
-static const char sp_symbolize_usage[] =
-    "usage: stackprof symbolize -e ELF [--no-inline] [--no-demangle] [--basenames] [ADDR...]\n"
-    "\n"
-    "Prints, for each address, the function and file:line, then one pair per\n"
-    "inlined call (innermost first): the output of `eu-addr2line -f -i -C`.\n"
-    "Addresses are hex ELF virtual addresses (0x optional); with none given\n"
-    "they are read from standard input, one per line, and each answer is\n"
-    "written before more input is awaited, so it can serve as a co-process.\n"
-    "Unknown parts print as \"??\" and \"??:0\".\n"
-    "\n"
-    "options:\n"
-    "  -e, --exe ELF     the executable or shared library (required)\n"
-    "  --no-inline       only the function and line, no inlined callers (eu-addr2line -f -C)\n"
-    "  --no-demangle     keep C++ names mangled\n"
-    "  -s, --basenames   file names without directories\n"
-    "  -f, -i, -C        accepted for addr2line habits; always on\n"
-    "  -h, --help        this text\n"
-    "\n"
-    "examples:\n"
-    "  stackprof symbolize -e /usr/bin/python3.11d 0x4d0f9e 4e5d20\n"
-    "  perf script -F ip | stackprof symbolize -e ./resnet18 --basenames\n"
-    "  stackprof symbolize -e libfoo.so --no-inline < offsets.txt\n"
-    "\n"
-    "exit status: 0 ok, 1 a file or address could not be used, 2 usage.\n";
+enum { OPT_NO_INLINE = 256, OPT_NO_DEMANGLE, OPT_ADDR2LINE };
+
+static const struct sp_cli_opt sp_symbolize_opts[] = {
+    {'e', 'e', "exe", "ELF", "the executable or shared library (required)"},
+    {OPT_NO_INLINE, 0, "no-inline", NULL,
+     "only the function and line, no inlined callers\n(eu-addr2line -f -C)"},
+    {OPT_NO_DEMANGLE, 0, "no-demangle", NULL, "keep C++ names mangled"},
+    {'s', 's', "basenames", NULL, "file names without directories"},
+    {OPT_ADDR2LINE, 'f', NULL, NULL, "(and -i, -C) accepted for addr2line habits; always on"},
+    {OPT_ADDR2LINE, 'i', NULL, NULL, NULL},
+    {OPT_ADDR2LINE, 'C', NULL, NULL, NULL},
+    {OPT_ADDR2LINE, 0, "functions", NULL, NULL},
+    {OPT_ADDR2LINE, 0, "inlines", NULL, NULL},
+    {OPT_ADDR2LINE, 0, "demangle", NULL, NULL},
+    {0, 0, NULL, NULL, NULL},
+};
+
+static const struct sp_cli_cmd sp_symbolize_cmd = {
+    .name = "symbolize",
+    .synopsis = "-e ELF [--no-inline] [--no-demangle] [--basenames] [ADDR...]",
+    .about = "Prints, for each address, the function and file:line, then one pair per\n"
+	     "inlined call (innermost first): the output of `eu-addr2line -f -i -C`.\n"
+	     "Addresses are hex ELF virtual addresses (0x optional); with none given\n"
+	     "they are read from standard input, one per line, and each answer is\n"
+	     "written before more input is awaited, so it can serve as a co-process.\n"
+	     "Unknown parts print as \"??\" and \"??:0\".\n",
+    .opts = sp_symbolize_opts,
+    .more = "examples:\n"
+	    "  stackprof symbolize -e /usr/bin/python3.11d 0x4d0f9e 4e5d20\n"
+	    "  perf script -F ip | stackprof symbolize -e ./resnet18 --basenames\n"
+	    "  stackprof symbolize -e libfoo.so --no-inline < offsets.txt\n"
+	    "\n"
+	    "exit status: 0 ok, 1 a file or address could not be used, 2 usage.\n",
+};
 
 struct sp_symopts {
 	const char *exe;
@@ -183,7 +194,8 @@ static char *sp_next_line(struct sp_linereader *r)
 /* Checks up front what the symbolizer would only warn about later. */
 static bool sp_check_elf(const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO must not hang us before fstat says what it is */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		sp_cli_error("symbolize: cannot open %s: %s", path, strerror(errno));
 		return false;
@@ -192,13 +204,18 @@ static bool sp_check_elf(const char *path)
 	char magic[4];
 	ssize_t got = -1;
 	int err = 0;
-	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
+	if (fstat(fd, &st) < 0)
+		err = errno;
+	else if (S_ISDIR(st.st_mode))
 		err = EISDIR;
+	else if (!S_ISREG(st.st_mode))
+		err = EINVAL;
 	else if ((got = read(fd, magic, sizeof(magic))) < 0)
 		err = errno;
 	close(fd);
 	if (err) {
-		sp_cli_error("symbolize: cannot read %s: %s", path, strerror(err));
+		sp_cli_error("symbolize: cannot read %s: %s", path,
+			     err == EINVAL ? "not a regular file" : strerror(err));
 		return false;
 	}
 	if (got != sizeof(magic) || memcmp(magic, "\177ELF", 4)) {
@@ -214,122 +231,127 @@ static int sp_bad_addr(const char *s)
 	return SP_EXIT_ERROR;
 }
 
-int sp_cmd_symbolize(int argc, char **argv)
+/* Symbolizes each address of the list; the status so far. */
+static int sp_symbolize_list(struct sp_symbolizer *sym, const struct sp_symopts *o, char **addrs,
+			     int n)
 {
-	struct sp_symopts o = {0};
-	int i = 1;
-	for (; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--")) {
-			i++;
-			break;
-		}
-		if (a[0] != '-' || !a[1])
-			break;
-		if (!strcmp(a, "-h") || !strcmp(a, "--help"))
-			return sp_cli_usage(sp_symbolize_usage, false);
-		if (!strcmp(a, "-e") || !strcmp(a, "--exe")) {
-			if (++i == argc) {
-				sp_cli_error("symbolize: %s needs a file name", a);
-				return sp_cli_usage(sp_symbolize_usage, true);
-			}
-			o.exe = argv[i];
-		} else if (!strncmp(a, "--exe=", 6)) {
-			o.exe = a + 6;
-		} else if (!strncmp(a, "-e", 2)) {
-			o.exe = a + 2;
-		} else if (!strcmp(a, "--no-inline")) {
-			o.no_inline = true;
-		} else if (!strcmp(a, "--no-demangle")) {
-			o.flags |= SP_SYM_NO_DEMANGLE;
-		} else if (!strcmp(a, "-s") || !strcmp(a, "--basenames")) {
-			o.flags |= SP_SYM_BASENAMES;
-		} else if (!strcmp(a, "-f") || !strcmp(a, "-i") || !strcmp(a, "-C") ||
-			   !strcmp(a, "--functions") || !strcmp(a, "--inlines") ||
-			   !strcmp(a, "--demangle")) {
-			/* always on */
-		} else {
-			sp_cli_error("symbolize: unknown option '%s'", a);
-			return sp_cli_usage(sp_symbolize_usage, true);
-		}
-	}
-	if (!o.exe || !o.exe[0]) {
-		sp_cli_error("symbolize: which ELF file? give -e ELF");
-		return sp_cli_usage(sp_symbolize_usage, true);
-	}
-	if (!sp_check_elf(o.exe))
-		return SP_EXIT_ERROR;
-
 	int status = SP_EXIT_OK;
-	struct sp_linereader *lr = NULL;
-	struct sp_symbolizer *sym = sp_symbolizer_new(o.flags);
-	/* the whole address space: every address is an ELF vaddr of this file */
-	if (!sym || sp_symbolizer_add_module(sym, o.exe, 0, UINT64_MAX, 0, NULL, 0)) {
-		sp_cli_error("symbolize: out of memory");
-		status = SP_EXIT_ERROR;
-		goto out;
-	}
-	static char outbuf[1 << 16];
-	setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
-
 	uint64_t addr;
-	if (i < argc) {
-		for (; i < argc; i++) {
-			if (!sp_parse_addr(argv[i], &addr)) {
-				fflush(stdout);
-				status = sp_bad_addr(argv[i]);
-				continue;
-			}
-			if (sp_symbolize_one(sym, &o, addr)) {
-				sp_cli_error("symbolize: out of memory");
-				status = SP_EXIT_ERROR;
-				goto out;
-			}
+	for (int i = 0; i < n; i++) {
+		if (!sp_parse_addr(addrs[i], &addr)) {
+			fflush(stdout);
+			status = sp_bad_addr(addrs[i]);
+			continue;
 		}
-	} else {
-		lr = malloc(sizeof(*lr));
-		if (!lr) {
+		if (sp_symbolize_one(sym, o, addr)) {
+			sp_cli_error("symbolize: out of memory");
+			return SP_EXIT_ERROR;
+		}
+	}
+	return status;
+}
+
+/* Symbolizes the addresses read from stdin, one a line. */
+static int sp_symbolize_stdin(struct sp_symbolizer *sym, const struct sp_symopts *o)
+{
+	int status = SP_EXIT_OK;
+	struct sp_linereader *lr = malloc(sizeof(*lr));
+	if (!lr) {
+		sp_cli_error("symbolize: out of memory");
+		return SP_EXIT_ERROR;
+	}
+	lr->start = lr->len = 0;
+	lr->eof = false;
+	lr->err = 0;
+	char *line;
+	uint64_t addr;
+	while ((line = sp_next_line(lr)) != NULL) {
+		if (!line[strspn(line, " \t\r")])
+			continue; /* blank lines are not addresses, nor errors */
+		if (!sp_parse_addr(line, &addr)) {
+			fflush(stdout);
+			status = sp_bad_addr(line);
+			continue;
+		}
+		if (sp_symbolize_one(sym, o, addr)) {
 			sp_cli_error("symbolize: out of memory");
 			status = SP_EXIT_ERROR;
 			goto out;
 		}
-		lr->start = lr->len = 0;
-		lr->eof = false;
-		lr->err = 0;
-		char *line;
-		while ((line = sp_next_line(lr)) != NULL) {
-			if (!line[strspn(line, " \t\r")])
-				continue; /* blank lines are not addresses, nor errors */
-			if (!sp_parse_addr(line, &addr)) {
-				fflush(stdout);
-				status = sp_bad_addr(line);
-				continue;
-			}
-			if (sp_symbolize_one(sym, &o, addr)) {
-				sp_cli_error("symbolize: out of memory");
-				status = SP_EXIT_ERROR;
-				goto out;
-			}
-		}
-		if (lr->err) {
-			sp_cli_error("symbolize: reading standard input: %s", strerror(lr->err));
-			status = SP_EXIT_ERROR;
-		}
+	}
+	if (lr->err) {
+		sp_cli_error("symbolize: reading stdin: %s", strerror(lr->err));
+		status = SP_EXIT_ERROR;
 	}
 out:
-	if (sp_cli_finish_output(stdout, "standard output") != SP_EXIT_OK)
-		status = SP_EXIT_ERROR;
-	if (sym) {
-		/* the library keeps its warnings; only tools print */
-		const char *w = sp_symbolizer_warnings(sym);
-		while (*w) {
-			const char *nl = strchr(w, '\n');
-			int len = nl ? (int)(nl - w) : (int)strlen(w);
-			sp_cli_warn("%.*s", len, w);
-			w += len + (nl ? 1 : 0);
+	free(lr);
+	return status;
+}
+
+int sp_cmd_symbolize(int argc, char **argv)
+{
+	struct sp_symopts o = {0};
+	struct sp_symbolizer *sym = NULL;
+	struct sp_cli_args a;
+	int status = SP_EXIT_USAGE, c;
+
+	sp_cli_args_init(&a, &sp_symbolize_cmd, argc, argv);
+	while ((c = sp_cli_next(&a)) > 0) {
+		switch (c) {
+		case 'e':
+			o.exe = a.value;
+			break;
+		case OPT_NO_INLINE:
+			o.no_inline = true;
+			break;
+		case OPT_NO_DEMANGLE:
+			o.flags |= SP_SYM_NO_DEMANGLE;
+			break;
+		case 's':
+			o.flags |= SP_SYM_BASENAMES;
+			break;
+		default:
+			break; /* -f, -i, -C: always on */
 		}
 	}
+	if (c < 0) {
+		status = a.rc;
+		goto out;
+	}
+	if (!o.exe || !o.exe[0]) {
+		sp_cli_bad(&a, "which ELF file? give -e ELF");
+		goto out;
+	}
+	status = SP_EXIT_ERROR;
+	if (!sp_check_elf(o.exe))
+		goto out;
+	sym = sp_symbolizer_new(o.flags);
+	/* the whole address space: every address is an ELF vaddr of this file */
+	if (!sym || sp_symbolizer_add_module(sym, o.exe, 0, UINT64_MAX, 0, NULL, 0)) {
+		sp_cli_error("symbolize: out of memory");
+		goto out;
+	}
+	static char outbuf[1 << 16];
+	setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
+	if (a.n_operands)
+		status = sp_symbolize_list(sym, &o, a.operands, a.n_operands);
+	else
+		status = sp_symbolize_stdin(sym, &o);
+	if (sp_cli_finish_output(stdout, "-") != SP_EXIT_OK)
+		status = SP_EXIT_ERROR;
+	/* the library keeps its warnings; only tools print */
+	const char *w = sp_symbolizer_warnings(sym);
+	while (*w) {
+		const char *nl = strchr(w, '\n');
+		int len = nl ? (int)(nl - w) : (int)strlen(w);
+		sp_cli_warn("%.*s", len, w);
+		/* a damaged file answered "??" to everything: not a clean run */
+		if (memmem(w, (size_t)len, "not used", 8))
+			status = SP_EXIT_ERROR;
+		w += len + (nl ? 1 : 0);
+	}
+out:
 	sp_symbolizer_free(sym);
-	free(lr);
+	sp_cli_args_release(&a);
 	return status;
 }

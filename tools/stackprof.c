@@ -37,7 +37,8 @@ static const char sp_usage_tail[] =
     "  stackprof flamegraph rn.prof -o rn.svg\n"
     "  stackprof table rn.prof --group-by-stack-n 5 --row-limit 10\n"
     "\n"
-    "'stackprof <command> --help' shows a command's options.\n";
+    "'stackprof help <command>' (or 'stackprof <command> --help') shows a command's\n"
+    "options.\n";
 
 static int sp_usage(FILE *f)
 {
@@ -48,6 +49,14 @@ static int sp_usage(FILE *f)
 	return f == stdout ? SP_EXIT_OK : SP_EXIT_USAGE;
 }
 
+static const struct sp_command *sp_find(const char *name)
+{
+	for (size_t i = 0; i < sizeof(sp_commands) / sizeof(sp_commands[0]); i++)
+		if (!strcmp(name, sp_commands[i].name))
+			return &sp_commands[i];
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	/* `stackprof collapse p | head` must end quietly: EPIPE is handled per write */
@@ -56,15 +65,27 @@ int main(int argc, char **argv)
 	if (argc < 2)
 		return sp_usage(stderr);
 	const char *cmd = argv[1];
+	if (!strcmp(cmd, "help") && argc > 2) {
+		/* `stackprof help run` is `stackprof run --help` */
+		const struct sp_command *c = sp_find(argv[2]);
+		if (!c) {
+			sp_cli_error("'%s' is not a stackprof command; see 'stackprof --help'",
+				     argv[2]);
+			return SP_EXIT_USAGE;
+		}
+		static char help_opt[] = "--help";
+		char *hv[] = {argv[2], help_opt, NULL};
+		return c->fn(2, hv);
+	}
 	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help"))
 		return sp_usage(stdout);
 	if (!strcmp(cmd, "--version")) {
 		printf("stackprof %s\n", SP_VERSION);
 		return SP_EXIT_OK;
 	}
-	for (size_t i = 0; i < sizeof(sp_commands) / sizeof(sp_commands[0]); i++)
-		if (!strcmp(cmd, sp_commands[i].name))
-			return sp_commands[i].fn(argc - 1, argv + 1);
+	const struct sp_command *c = sp_find(cmd);
+	if (c)
+		return c->fn(argc - 1, argv + 1);
 	sp_cli_error("'%s' is not a stackprof command; see 'stackprof --help'", cmd);
 	return SP_EXIT_USAGE;
 }

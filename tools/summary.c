@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* sigabbrev_np */
 #include "summary.h"
 
 #include <stdlib.h>
@@ -88,19 +89,39 @@ void sp_summary_print_counts(FILE *f, const struct sp_profile *p, const struct s
 		fprintf(f, " on %zu thread%s", s->threads, s->threads == 1 ? "" : "s");
 	fprintf(f, "; timer %s at %u Hz requested, %.0f Hz achieved per busy thread\n",
 		st->timer ? st->timer : p->header.timer, p->header.freq_hz, s->achieved_hz);
+	/* the names `stackprof info` uses, each counted apart */
 	fprintf(f,
 		"%sdrops %llu, unwind errors %llu (%.1f%%), truncated %llu, skipped %llu, "
-		"overruns %llu\n",
+		"throttled %llu, overruns %llu\n",
 		prefix, (unsigned long long)st->drops, (unsigned long long)st->unwind_errors,
 		100.0 * s->unwind_err_fraction, (unsigned long long)st->truncated,
-		(unsigned long long)(st->skipped + st->throttled),
+		(unsigned long long)st->skipped, (unsigned long long)st->throttled,
 		(unsigned long long)st->overruns);
 	if (s->rooted_fraction >= 0)
 		fprintf(f, "%s%.1f%% of samples unwound to a thread root (_start, clone3, ...)\n",
 			prefix, 100.0 * s->rooted_fraction);
+	char sig[32];
+	if (sp_summary_end_signal(p, sig, sizeof(sig)))
+		fprintf(f, "%sthe program ended itself by %s; the profile is complete\n", prefix,
+			sig);
 	if (p->status != SP_READ_OK)
-		fprintf(f, "%sthe profile is %s: %s\n", prefix,
-			p->status == SP_READ_TRUNCATED ? "truncated" : "corrupt", p->error);
+		fprintf(f,
+			"%swarning: the profile is %s: %s; using the %zu samples read before "
+			"that\n",
+			prefix, p->status == SP_READ_TRUNCATED ? "truncated" : "corrupt", p->error,
+			p->n_samples);
+}
+
+bool sp_summary_end_signal(const struct sp_profile *p, char *out, size_t len)
+{
+	if (!p->has_stats || !(p->stats.flags & SP_STATS_SIGNAL) || p->stats.signal <= 0)
+		return false;
+	const char *abbrev = sigabbrev_np(p->stats.signal);
+	if (abbrev)
+		snprintf(out, len, "SIG%s", abbrev);
+	else
+		snprintf(out, len, "signal %d", (int)p->stats.signal);
+	return true;
 }
 
 struct sp_top_row {

@@ -6,6 +6,7 @@
 #ifndef SP_TOOLS_SUMMARY_H
 #define SP_TOOLS_SUMMARY_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "model.h"
@@ -25,6 +26,10 @@ void sp_summary_compute(const struct sp_profile *p, const struct sp_model *m, st
 /* Prints the counts block, prefixed by "prefix" on each line. */
 void sp_summary_print_counts(FILE *f, const struct sp_profile *p, const struct sp_summary *s,
 			     const char *prefix);
+
+/* Whether the program ended itself by a signal after finishing its profile
+ * (Python after KeyboardInterrupt); its name ("SIGINT") into out. */
+bool sp_summary_end_signal(const struct sp_profile *p, char *out, size_t len);
 
 /* Prints the top n functions by self time from m. */
 void sp_summary_print_top(FILE *f, const struct sp_model *m, size_t n, const char *prefix);

@@ -29,7 +29,11 @@ check "unwind errors are counted (most of 0.5 s in that frame)" \
 	has badcfi.info '/^unwind errs:/' '$3 + 0 > 50'
 check "and shown in the run summary" has badcfi.err '/^stackprof: drops/' '$6 + 0 > 50'
 "$SP" collapse --frame func badcfi.prof >badcfi.folded
-check "the sample keeps its leaf frame" grep -q '^bad_cfi_spin ' badcfi.folded
+# the stack ends where the unwinder stopped: a marker root says so, as
+# [truncated] does, instead of the leaf posing as a thread's root
+check "the sample keeps its leaf frame, under an [unwind error] root" \
+	grep -q '^\[unwind_error\];bad_cfi_spin ' badcfi.folded
+check "no unwind-error stack starts at its leaf" bash -c "! grep -q '^bad_cfi_spin ' badcfi.folded"
 
 "$SP" run -F 1000 -o clean.prof -- "$BIN/stress" exit 0 2>clean.err
 "$SP" info --no-symbols clean.prof >clean.info

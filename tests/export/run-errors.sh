@@ -34,8 +34,27 @@ expect() {
 	fi
 }
 
+# files that are not profiles, each described: collapsed stacks text (the
+# output of collapse, given back to it), an empty file; a profile followed
+# by another one
+"$SP" collapse "$FIX/base.prof" >"$TMP/stacks.folded" 2>/dev/null
+: >"$TMP/empty.prof"
+cat "$FIX/base.prof" "$FIX/base.prof" >"$TMP/twice.prof"
+
 for cmd in "info" "collapse" "table" "top" "flamegraph" "export --format pprof" \
 	"export --format chrome" "export --format speedscope"; do
+	# shellcheck disable=SC2086
+	expect 1 "stacks.folded: not a stackprof profile: this looks like collapsed stacks text" \
+		$cmd "$TMP/stacks.folded"
+	# shellcheck disable=SC2086
+	expect 1 "empty.prof: empty file, not a stackprof profile" $cmd "$TMP/empty.prof"
+	# shellcheck disable=SC2086
+	expect 1 "twice.prof: .* bytes follow the end of the profile .*another profile" \
+		$cmd "$TMP/twice.prof"
+	# a usage error: the error and one line pointing to --help
+	# shellcheck disable=SC2086
+	expect 2 "^Try 'stackprof ${cmd%% *} --help' for more information.\$" $cmd --bogus "$FIX/base.prof"
+	[ "$(wc -l <"$TMP/err")" -eq 2 ] || bad "$cmd --bogus: not two lines: $(cat "$TMP/err")"
 	# shellcheck disable=SC2086
 	expect 1 "^stackprof: .*$TMP/missing.prof" $cmd "$TMP/missing.prof"
 	# shellcheck disable=SC2086

@@ -32,7 +32,7 @@ grep -q '^usage: stackprof symbolize' "$tmp/help" || fail "--help has no usage l
 grep -q 'examples:' "$tmp/help" || fail "--help has no examples"
 expect 2 'give -e ELF' -- 0x10
 expect 2 "unknown option '--bogus'" -- --bogus -e "$shapes" 0x10
-expect 2 'needs a file name' -- -e
+expect 2 "option '-e' needs a value" -- -e
 expect 1 'cannot open /nonexistent/x: No such file' -- -e /nonexistent/x 0x10
 echo 'not elf' > "$tmp/text"
 expect 1 'is not an ELF file' -- -e "$tmp/text" 0x10

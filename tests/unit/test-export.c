@@ -294,6 +294,89 @@ static void test_model_windows(void)
 	sp_model_free(m);
 }
 
+/*
+ * A Source Location too long for its 75 columns is cut in its middle: the
+ * path first, then the argument list; the function's name stays (torch
+ * keeps the end behind "...", which lost it).
+ */
+static void test_table_cut(void)
+{
+	static struct fake fk;
+	static const char *const funcs[] = {
+	    "leaf_function_with_a_rather_long_name",
+	    "at::native::structured_addmm_out_cpu::impl(at::Tensor const&, at::Tensor const&, "
+	    "at::Tensor const&, c10::Scalar const&, c10::Scalar const&, at::Tensor const&)",
+	};
+	fk.frames[0] = (struct sp_mframe){
+	    .func = funcs[0],
+	    .file = "/build/reproducible-path/python3.11-3.11.2/a/very/deep/source/tree/of/"
+		    "directories/Objects/ceval.c",
+	    .line = 1234,
+	    .kind = SP_FRAME_FUNC};
+	fk.frames[1] = (struct sp_mframe){
+	    .func = funcs[1], .file = "/src/aten/native/LinearAlgebra.cpp", .line = 77};
+	fk.m.frames = fk.frames;
+	fk.m.n_frames = 2;
+	fake_stack(&fk, 0, 1000000, 2, (int[]){1, 0});
+	fk.m.stacks = fk.stacks;
+	fk.m.n_stacks = 1;
+	char *out = NULL;
+	size_t len;
+	FILE *f = open_memstream(&out, &len);
+	struct sp_table_opts o = {.stack_n = 2, .row_limit = 0};
+	CHECK(sp_table_write(&fk.m, &o, f) == 0);
+	fclose(f);
+	/* the path loses its middle; its head, file name, line and the function stay */
+	CHECK(strstr(out, "  /build/") != NULL);
+	CHECK(strstr(out, "...") != NULL);
+	CHECK(strstr(out, "/ceval.c(1234): leaf_function_with_a_rather_long_name  ") != NULL);
+	/* the path keeps its file name; the argument list loses its middle */
+	CHECK(
+	    strstr(out, "...LinearAlgebra.cpp(77): at::native::structured_addmm_out_cpu::impl(") !=
+	    NULL);
+	CHECK(strstr(out, "...&)  ") != NULL);
+	/* every line still fits: the widest is the table's own width */
+	size_t widest = 0;
+	for (char *l = out; *l;) {
+		size_t n = strcspn(l, "\n");
+		widest = n > widest ? n : widest;
+		l += n + (l[n] == '\n');
+	}
+	CHECK(widest == 55 + 2 + 5 * 14 + 75 + 2);
+	if (failures)
+		fprintf(stderr, "%s", out);
+	free(out);
+}
+
+static void test_short_paths(void)
+{
+	struct sp_model_opts o = {.short_paths = true};
+	CHECK_STR(
+	    sp_model_short_path(&o, "/build/reproducible-path/python3.11-3.11.2/Python/ceval.c"),
+	    "Python/ceval.c");
+	CHECK_STR(sp_model_short_path(&o, "/build/reproducible-path/python3.11-3.11.2/"
+					  "build-static/../Python/ceval.c"),
+		  "Python/ceval.c");
+	CHECK_STR(sp_model_short_path(&o, "/build/glibc-SzJkuk/glibc-2.36/nptl/pthread_create.c"),
+		  "nptl/pthread_create.c");
+	CHECK_STR(sp_model_short_path(&o, "/usr/src/debug/zlib-1.2.13/deflate.c"), "deflate.c");
+	CHECK_STR(sp_model_short_path(&o, "./nptl/./nptl/pthread_create.c"),
+		  "nptl/pthread_create.c");
+	CHECK_STR(sp_model_short_path(&o, "./csu/../csu/libc-start.c"), "csu/libc-start.c");
+	CHECK_STR(sp_model_short_path(&o, "/home/me/src/a.c"), "/home/me/src/a.c");
+	CHECK_STR(sp_model_short_path(&o, "/build/x"), "/build/x");
+	/* a given prefix: a whole directory, with or without its slash */
+	const char *pre[] = {"/home/me/"};
+	struct sp_model_opts p = {.strip_prefixes = pre, .n_strip_prefixes = 1};
+	CHECK_STR(sp_model_short_path(&p, "/home/me/src/a.c"), "src/a.c");
+	pre[0] = "/home/me";
+	CHECK_STR(sp_model_short_path(&p, "/home/me/src/a.c"), "src/a.c");
+	CHECK_STR(sp_model_short_path(&p, "/home/meadow/a.c"), "/home/meadow/a.c");
+	CHECK_STR(sp_model_short_path(&p, "/build/reproducible-path/p-1.0/x.c"),
+		  "/build/reproducible-path/p-1.0/x.c");
+	CHECK(sp_model_short_path(&p, NULL) == NULL);
+}
+
 int main(void)
 {
 	test_escape();
@@ -301,6 +384,8 @@ int main(void)
 	test_textfmt();
 	test_json();
 	test_table_layout();
+	test_table_cut();
+	test_short_paths();
 	test_collapse_model();
 	test_model_windows();
 	return check_exit("test-export");
