@@ -67,7 +67,9 @@ static void sp_fork_child(void)
 		sp_ring_release(&t->ring);
 		atomic_store(&t->state, SP_SLOT_FREE);
 	}
-	atomic_store(&sp_g.inflight, 0);
+	/* the other threads' handlers are gone with them */
+	for (uint32_t i = 0; i < n; i++)
+		atomic_store(&sp_g.threads[i].in_modules, 0);
 	sp_writer_forget();
 	sp_g.pid = getpid();
 	sp_g.start_mono_ns = sp_now_ns();

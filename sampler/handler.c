@@ -40,6 +40,13 @@ SP_SIGSAFE static bool sp_stacks_differ(const uint64_t *a, size_t na, const uint
 void sp_handler(int sig, siginfo_t *si, void *uc)
 {
 	int saved_errno = errno;
+	/* An asynchronous cancellation (PTHREAD_CANCEL_ASYNCHRONOUS) that lands
+	 * in here would end the thread halfway through, with its slot marked as
+	 * reading the modules and an entry half-written: it waits until the
+	 * handler is done, and acts as the handler returns (a SIGCANCEL can't be
+	 * blocked, so this is how to hold it off). */
+	int cancel_state;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
 	struct sp_thread *t = sp_self;
 	bool rearm = false; /* a one-shot timer (timer.h) wants its next expiry */
 
@@ -130,4 +137,5 @@ out:
 	if (rearm)
 		t->timer->rearm(t, sp_g.period_ns);
 	errno = saved_errno;
+	pthread_setcancelstate(cancel_state, NULL);
 }

@@ -218,12 +218,8 @@ SP_EXPORT int dlclose(void *handle)
 	if (!atomic_load(&sp_g.enabled))
 		return SP_REAL(dlclose)(handle);
 	atomic_fetch_add(&sp_g.modules_changing, 1);
-	for (int i = 0; atomic_load(&sp_g.inflight) != 0; i++) {
-		if (i > 100)
-			sched_yield();
-		if (i > 100000)
-			break; /* a handler can't take 100k yields; don't hang the target */
-	}
+	/* never hang the program: after a second the close goes ahead */
+	sp_modules_quiesce();
 	int rc = SP_REAL(dlclose)(handle);
 	int e = errno;
 	sp_modules_refresh();

@@ -165,21 +165,44 @@ static void sp_snap_publish(struct sp_modsnap *s)
 	atomic_fetch_add(&sp_mod_gen, 1);
 	if (!old)
 		return;
-	/* A handler is ~100 us: 2 s of waiting means one is stuck somewhere we
-	 * can't see, and leaking one snapshot is better than a crash. */
-	for (int i = 0; i < 200000; i++) {
-		if (atomic_load(&sp_g.inflight) == 0) {
-			/* no handler holds the old epoch now */
-			if (s->epoch != old->epoch)
-				sp_rulecache_epoch(s->epoch);
-			sp_snap_free(old);
-			return;
-		}
-		if (i > 100)
-			sched_yield();
-		if (i > 1000)
-			usleep(10);
+	/* a handler still in the old snapshot would read freed memory: leaking
+	 * one snapshot is better than a crash */
+	if (!sp_modules_quiesce())
+		return;
+	/* no handler holds the old epoch now */
+	if (s->epoch != old->epoch)
+		sp_rulecache_epoch(s->epoch);
+	sp_snap_free(old);
+}
+
+/* How long a change of modules waits for the handlers in them. */
+#define SP_QUIESCE_NS 1000000000ull
+
+static bool sp_any_in_modules(void)
+{
+	uint32_t n = atomic_load(&sp_g.n_slots);
+	for (uint32_t i = 0; i < n; i++) {
+		struct sp_thread *t = &sp_g.threads[i];
+		if (atomic_load(&t->in_modules) && atomic_load(&t->state) == SP_SLOT_LIVE)
+			return true;
 	}
+	return false;
+}
+
+bool sp_modules_quiesce(void)
+{
+	uint64_t start = 0;
+	for (int i = 0; sp_any_in_modules(); i++) {
+		if (i < 100)
+			continue;
+		if (!start)
+			start = sp_now_ns();
+		else if (sp_now_ns() - start > SP_QUIESCE_NS)
+			return false;
+		struct timespec d = {0, 20000};
+		nanosleep(&d, NULL);
+	}
+	return true;
 }
 
 int sp_modules_init(void)
@@ -271,11 +294,13 @@ size_t sp_module_build_id(const struct sp_mod *m, uint8_t *out, size_t cap)
 
 bool sp_modules_enter(void)
 {
-	/* seq_cst on both sides: dlclose raises modules_changing, then waits for
-	 * inflight == 0; we raise inflight, then look at modules_changing */
-	atomic_fetch_add(&sp_g.inflight, 1);
+	/* seq_cst on both sides: dlclose raises modules_changing, then waits
+	 * for every mark to clear; we mark our slot, then look at
+	 * modules_changing */
+	struct sp_thread *t = sp_self;
+	atomic_store(&t->in_modules, 1);
 	if (atomic_load(&sp_g.modules_changing)) {
-		atomic_fetch_sub(&sp_g.inflight, 1);
+		atomic_store(&t->in_modules, 0);
 		return false;
 	}
 	return true;
@@ -283,7 +308,7 @@ bool sp_modules_enter(void)
 
 void sp_modules_leave(void)
 {
-	atomic_fetch_sub(&sp_g.inflight, 1);
+	atomic_store(&sp_self->in_modules, 0);
 }
 
 /* The executable segment holding addr, or NULL. Signal-safe. */

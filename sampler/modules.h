@@ -88,12 +88,20 @@ SP_SIGSAFE const struct sp_mod *sp_modsnap_text(const struct sp_modsnap *s, uint
 
 /*
  * Brackets the handler's use of the snapshot and of the modules' unwind
- * tables. Returns false (and enters nothing) while a dlclose() is under
- * way: the module being closed may be unmapped at any moment, so the sample
- * is skipped. Signal-safe.
+ * tables, marking the calling thread's slot. Returns false (and enters
+ * nothing) while a dlclose() is under way: the module being closed may be
+ * unmapped at any moment, so the sample is skipped. Signal-safe.
  */
 SP_SIGSAFE bool sp_modules_enter(void);
 SP_SIGSAFE void sp_modules_leave(void);
+
+/*
+ * Waits until no live thread's handler is between sp_modules_enter and
+ * sp_modules_leave, for at most a second (a handler takes microseconds;
+ * the mark is per thread, so a thread that died inside its handler leaves
+ * nothing to wait for). true if none is, false after the second.
+ */
+bool sp_modules_quiesce(void);
 
 /* Glibc's dl_iterate_phdr, for everyone but the handler. */
 int sp_real_dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data);

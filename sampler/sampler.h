@@ -58,6 +58,8 @@ struct sp_thread {
 	uint64_t tick_seen;
 	/* the thread's CPU time as the last handler returned; 0 after a resume */
 	_Atomic uint64_t cpu_last;
+	/* its handler is reading the modules' memory (modules.h) */
+	_Atomic int in_modules;
 	bool armed;
 	/* named ranges: the handler reads range_top; the thread writes both */
 	_Atomic uint32_t range_top;
@@ -106,8 +108,7 @@ struct sp_state {
 	pthread_cond_t wake;
 	char path[4096];
 
-	/* handler/dlclose rendezvous: see modules.c */
-	_Atomic int inflight;
+	/* handler/dlclose rendezvous: see modules.h */
 	_Atomic int modules_changing;
 
 	_Atomic uint64_t stray_signals;	  /* SIGPROF on a thread we don't know */

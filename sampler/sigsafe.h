@@ -100,12 +100,14 @@
  * libc and libunwind functions the handler may call: async-signal-safe by
  * POSIX (clock_gettime, syscall wrappers such as sigaction and
  * pthread_sigmask), or by their implementation here (the memory functions;
+ * pthread_setcancelstate, a compare-and-swap on the thread's own word;
  * libunwind's local unwinder with caching off, whose only lock is its
  * memory pool's, never held by the thread a signal interrupts: libunwind
  * blocks signals around it).
  */
 #define SP_SIGSAFE_LIBC(X)                                                                         \
 	X(clock_gettime)                                                                           \
+	X(pthread_setcancelstate)                                                                  \
 	X(timer_settime)                                                                           \
 	X(syscall)                                                                                 \
 	X(getpid)                                                                                  \

@@ -20,12 +20,20 @@
  *                    action restored; then 1.2 s of CPU
  *   procfd           closes every fd listed in /proc/self/fd but 0-2, as
  *                    daemons do, then writes a file and checks its content
+ *   coro KIB DEPTH   ucontext coroutines on KIB KiB stacks, each recursing
+ *                    DEPTH frames deep and working there, for 1 s of CPU
+ *   altstack         a SIGUSR1 handler on a 16 KiB sigaltstack recurses 50
+ *                    deep and works there, raised again and again
+ *   cancel DLIB      threads with PTHREAD_CANCEL_ASYNCHRONOUS cancelled while
+ *                    they work, then 50 dlopen/dlclose rounds of DLIB; prints
+ *                    how long the rounds took
  *
  * Work is CPU time (CLOCK_THREAD_CPUTIME_ID), so a profiler has something
  * to sample all along.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -34,10 +42,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <ucontext.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -234,6 +244,148 @@ static int mode_procfd(const char *path)
 	return own_file(path);
 }
 
+/* ---- small stacks ------------------------------------------------------ */
+
+/* A frame of about 128 bytes that the compiler can't fold away. */
+__attribute__((noinline)) int hostile_deep(int depth, double secs)
+{
+	volatile char pad[96];
+	pad[0] = (char)depth;
+	if (depth <= 1) {
+		hostile_work(secs);
+		return pad[0];
+	}
+	return hostile_deep(depth - 1, secs) + pad[0];
+}
+
+static ucontext_t coro_main, coro_ctx;
+static int coro_depth;
+static volatile int coro_done;
+
+static void coro_body(void)
+{
+	for (;;) {
+		hostile_deep(coro_depth, 0.002);
+		swapcontext(&coro_ctx, &coro_main);
+	}
+}
+
+/* kib KiB of stack with a guard page under it: an overflow is a SIGSEGV,
+ * not a silent write into the heap. */
+static char *guarded_stack(int kib)
+{
+	size_t page = 4096, len = (size_t)kib * 1024;
+	char *p = mmap(NULL, len + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED || mprotect(p, page, PROT_NONE) < 0)
+		return NULL;
+	return p + page;
+}
+
+static int mode_coro(int kib, int depth)
+{
+	char *stack = guarded_stack(kib);
+	if (!stack || getcontext(&coro_ctx) < 0)
+		return 1;
+	coro_ctx.uc_stack.ss_sp = stack;
+	coro_ctx.uc_stack.ss_size = (size_t)kib * 1024;
+	coro_ctx.uc_link = &coro_main;
+	coro_depth = depth;
+	makecontext(&coro_ctx, coro_body, 0);
+	double end = cpu_seconds() + 1.0;
+	while (cpu_seconds() < end)
+		swapcontext(&coro_main, &coro_ctx);
+	printf("coro: %d KiB stacks, %d deep: ok\n", kib, depth);
+	return 0;
+}
+
+static volatile int usr1_calls;
+
+static void on_usr1(int sig)
+{
+	hostile_deep(50, 0.002);
+	usr1_calls++;
+}
+
+static int mode_altstack(void)
+{
+	stack_t ss = {.ss_sp = guarded_stack(16), .ss_size = 16384, .ss_flags = 0};
+	if (!ss.ss_sp || sigaltstack(&ss, NULL) < 0)
+		return 1;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_usr1;
+	sa.sa_flags = SA_ONSTACK;
+	sigaction(SIGUSR1, &sa, NULL);
+	double end = cpu_seconds() + 1.0;
+	while (cpu_seconds() < end)
+		raise(SIGUSR1);
+	stack_t now;
+	sigaltstack(NULL, &now);
+	printf("altstack: %d handler calls; its stack is still the program's: %s\n", usr1_calls,
+	       now.ss_sp == ss.ss_sp && now.ss_size == ss.ss_size ? "yes" : "no");
+	return now.ss_sp == ss.ss_sp ? 0 : 1;
+}
+
+/* ---- asynchronous cancellation ----------------------------------------- */
+
+/* Deep enough that unwinding it keeps the handler busy for a while: a
+ * cancellation often lands inside it. */
+__attribute__((noinline)) void hostile_spin_deep(int depth)
+{
+	volatile char pad[32];
+	pad[0] = (char)depth;
+	if (depth > 1) {
+		hostile_spin_deep(depth - 1);
+		return;
+	}
+	while (depth > 0) {
+		double x = 0;
+		for (long i = 0; i < 1000; i++)
+			x += (double)i * 0.5;
+		sink += x + pad[0];
+	}
+}
+
+static void *cancel_me(void *arg)
+{
+	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, NULL);
+	hostile_spin_deep(300);
+	return NULL;
+}
+
+static double wall_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int mode_cancel(const char *lib)
+{
+	unsigned seed = 1;
+	for (int i = 0; i < 2000; i++) {
+		pthread_t t;
+		if (pthread_create(&t, NULL, cancel_me, NULL))
+			return 1;
+		struct timespec d = {0, 100000 + rand_r(&seed) % 1000000};
+		nanosleep(&d, NULL);
+		pthread_cancel(t);
+		pthread_join(t, NULL);
+	}
+	double t0 = wall_seconds();
+	for (int i = 0; i < 50; i++) {
+		void *h = dlopen(lib, RTLD_NOW);
+		if (!h) {
+			fprintf(stderr, "hostile: dlopen %s: %s\n", lib, dlerror());
+			return 1;
+		}
+		dlclose(h);
+	}
+	printf("cancel: 2000 threads cancelled; 50 dlopen/dlclose rounds took %.3f s\n",
+	       wall_seconds() - t0);
+	return 0;
+}
+
 static volatile sig_atomic_t ticks;
 
 static void on_prof(int sig)
@@ -273,6 +425,12 @@ int main(int argc, char **argv)
 		return mode_threadexit(file);
 	if (!strcmp(mode, "procfd"))
 		return mode_procfd(file);
+	if (!strcmp(mode, "coro") && argc > 3)
+		return mode_coro(atoi(argv[2]), atoi(argv[3]));
+	if (!strcmp(mode, "altstack"))
+		return mode_altstack();
+	if (!strcmp(mode, "cancel") && argc > 2)
+		return mode_cancel(argv[2]);
 	if (!strcmp(mode, "sigign")) {
 		signal(SIGPROF, SIG_IGN);
 		hostile_work(0.1);
