@@ -164,6 +164,10 @@ struct sp_prof_stats {
 	uint64_t unwind_differ; /* STACKPROF_UNWIND=check: samples where the unwinders differ */
 	bool unwind_checked;	/* the run was in check mode */
 	int32_t signal;		/* SP_STATS_SIGNAL: the signal the process killed itself with */
+	uint64_t handler_stack;	  /* bytes of its own stack the handler used at most (whole pages) */
+	uint32_t timer_fallbacks; /* threads given posix-cputimer when perf descriptors ran out */
+	uint32_t aside;		  /* times stackprof stood aside while the program had SIGPROF */
+	bool randomized;	  /* the timer drew each period at random */
 };
 
 /* ---------------------------------------------------------------- writer */

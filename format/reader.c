@@ -323,6 +323,14 @@ static bool sp_parse_record(struct sp_reader *r, uint8_t type, const uint8_t *da
 		}
 		if (c.p < c.end)
 			s.signal = (int32_t)sp_cursor_uleb(&c);
+		if (c.p < c.end)
+			s.handler_stack = sp_cursor_uleb(&c);
+		if (c.p < c.end)
+			s.timer_fallbacks = (uint32_t)sp_cursor_uleb(&c);
+		if (c.p < c.end)
+			s.aside = (uint32_t)sp_cursor_uleb(&c);
+		if (c.p < c.end)
+			s.randomized = sp_cursor_uleb(&c) != 0;
 		if (p->stats.timer != r->committed.stats.timer)
 			sp_stats_release(&p->stats);
 		p->stats = s;

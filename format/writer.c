@@ -230,6 +230,10 @@ int sp_writer_stats(struct sp_writer *w, const struct sp_prof_stats *s)
 	/* check mode only: "no difference" and "not compared" must read apart */
 	sp_buf_put_uleb(b, s->unwind_checked ? s->unwind_differ + 1 : 0);
 	sp_buf_put_uleb(b, s->flags & SP_STATS_SIGNAL ? (uint32_t)s->signal : 0);
+	sp_buf_put_uleb(b, s->handler_stack);
+	sp_buf_put_uleb(b, s->timer_fallbacks);
+	sp_buf_put_uleb(b, s->aside);
+	sp_buf_put_uleb(b, s->randomized);
 	return sp_writer_emit(w, SP_REC_STATS);
 }
 

@@ -6,6 +6,7 @@
 #include "interpose.h"
 #include "modules.h"
 #include "sampler.h"
+#include "sigstack.h"
 #include "sigtrap.h"
 #include "sys.h"
 #include "thread.h"
@@ -79,6 +80,7 @@ static void sp_fork_child(void)
 	/* the descriptors of the parent's events came along: let go of them */
 	sp_timer_atfork_child();
 	if (self) {
+		sp_sigstack_detach(self);
 		sp_self = NULL;
 		sp_ring_release(&self->ring);
 		atomic_store(&self->state, SP_SLOT_FREE);

@@ -37,7 +37,7 @@ SP_SIGSAFE static bool sp_stacks_differ(const uint64_t *a, size_t na, const uint
 	return na != nb;
 }
 
-void sp_handler(int sig, siginfo_t *si, void *uc)
+void sp_handler_body(int sig, siginfo_t *si, void *uc)
 {
 	int saved_errno = errno;
 	/* An asynchronous cancellation (PTHREAD_CANCEL_ASYNCHRONOUS) that lands

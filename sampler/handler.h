@@ -19,7 +19,12 @@
 #define SP_ENTRY_RANGE	2
 #define SP_ENTRY_PCS	3
 
-/* The handler itself. Installed with SA_SIGINFO | SA_RESTART. */
+/* The handler's entry, installed with SA_SIGINFO | SA_RESTART | SA_ONSTACK:
+ * it moves onto the thread's own stack (sigstack.h), then runs
+ * sp_handler_body. In assembly, in sigstack.c. */
 SP_SIGSAFE void sp_handler(int sig, siginfo_t *si, void *uc);
+
+/* The handler itself. */
+SP_SIGSAFE void sp_handler_body(int sig, siginfo_t *si, void *uc);
 
 #endif

@@ -82,6 +82,7 @@ struct sp_thread {
 	_Atomic uint64_t
 	    unw_differ;		   /* STACKPROF_UNWIND=check: samples the two unwinders differ on */
 	uint64_t *check_pcs;	   /* check mode: libunwind's stack, max_depth words */
+	uint8_t *sigstack;	   /* the handler's own stack (sigstack.h), kept with the slot */
 	uint32_t throttle;	   /* samples still to skip */
 	uint64_t throttled_weight; /* their CPU time, carried to the next sample */
 	char name_at_exit[16];	   /* the thread's name, read as it exits */

@@ -20,12 +20,18 @@
 #include <unistd.h>
 
 static _Atomic bool sp_aside;
+static _Atomic unsigned sp_asides;
 /* one change of side at a time: two threads may call sigaction at once */
 static pthread_mutex_t sp_side_lock = PTHREAD_MUTEX_INITIALIZER;
 
 bool sp_stepped_aside(void)
 {
 	return atomic_load(&sp_aside);
+}
+
+unsigned sp_aside_count(void)
+{
+	return atomic_load(&sp_asides);
 }
 
 static bool sp_is_ours(const struct sigaction *act)
@@ -45,7 +51,7 @@ static struct sigaction sp_our_action(void)
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = sp_handler;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
 	/* every signal waits the few microseconds the handler takes: no other
 	 * handler can interrupt us inside libunwind's locks */
 	sigfillset(&sa.sa_mask);
@@ -79,6 +85,7 @@ static void sp_step_aside(void)
 {
 	if (atomic_exchange(&sp_aside, true))
 		return;
+	atomic_fetch_add(&sp_asides, 1);
 	atomic_store(&sp_g.sampling, false);
 	sp_timers_pause_all();
 	sp_take_pending(SIGPROF);

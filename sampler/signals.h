@@ -24,4 +24,7 @@ int sp_handler_install(void);
 /* Whether the program has SIGPROF now and stackprof stands aside. */
 bool sp_stepped_aside(void);
 
+/* How many times stackprof has stood aside so far. */
+unsigned sp_aside_count(void);
+
 #endif

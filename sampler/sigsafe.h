@@ -22,8 +22,9 @@
 /* Marks a declaration callable from the signal handler. */
 #define SP_SIGSAFE
 
-/* The handler's entry points: what the kernel calls. */
-#define SP_SIGSAFE_ENTRY(X) X(sp_handler)
+/* The handler's entry points: what the kernel calls (sp_handler, in
+ * assembly, moves to the handler's own stack and calls sp_handler_body). */
+#define SP_SIGSAFE_ENTRY(X) X(sp_handler_body)
 
 /* Reached only through function pointers (timer ops, libunwind's
  * callbacks): each is an entry point for the check too. */
@@ -36,7 +37,7 @@
 /* The reachable functions that call through a pointer: the timer's weight
  * op, libunwind, and the program's own SIGTRAP handler. */
 #define SP_SIGSAFE_CALLS_THROUGH(X)                                                                \
-	X(sp_handler)                                                                              \
+	X(sp_handler_body)                                                                         \
 	X(sp_unwind_libunwind)                                                                     \
 	X(sp_scan_restart)                                                                         \
 	X(sp_slow_step)                                                                            \
@@ -48,6 +49,7 @@
 /* Every function of stackprof's the handler may reach. */
 #define SP_SIGSAFE_FUNCTIONS(X)                                                                    \
 	X(sp_handler)                                                                              \
+	X(sp_handler_body)                                                                         \
 	X(sp_stacks_differ)                                                                        \
 	X(sp_now_ns)                                                                               \
 	X(sp_fd_libunwind)                                                                         \
@@ -56,6 +58,10 @@
 	X(sp_trap_is_ours)                                                                         \
 	X(sp_trap_shared)                                                                          \
 	X(sp_trap_forward)                                                                         \
+	X(sp_sigstack_call_program)                                                                \
+	X(sp_sys_sigaltstack)                                                                      \
+	X(sp_within)                                                                               \
+	X(sp_call_on_stack)                                                                        \
 	X(sp_app_get)                                                                              \
 	X(sp_plain_action)                                                                         \
 	X(sp_si_perf_data)                                                                         \

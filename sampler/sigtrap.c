@@ -3,6 +3,7 @@
  */
 #include "sigsafe.h"
 #include "sigtrap.h"
+#include "sigstack.h"
 #include "interpose.h"
 #include "sampler.h"
 #include "sys.h"
@@ -105,7 +106,7 @@ static int sp_trap_take(void)
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = sp_trap_handler;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK; /* sigstack.h */
 	sigfillset(&sa.sa_mask);
 	if (sp_real_sigaction(SIGTRAP, &sa, NULL) < 0)
 		return -errno;
@@ -162,10 +163,10 @@ void sp_trap_forward(int sig, siginfo_t *si, void *ucv)
 	if (!(a.sa_flags & SA_NODEFER))
 		sigaddset(&mask, SIGTRAP);
 	pthread_sigmask(SIG_SETMASK, &mask, NULL);
-	if (a.sa_flags & SA_SIGINFO)
-		a.sa_sigaction(sig, si, ucv);
-	else
-		a.sa_handler(sig);
+	/* on the stack the kernel would have used for the program's action;
+	 * sa_handler and sa_sigaction share their storage, and the extra
+	 * arguments are harmless to a one-argument handler */
+	sp_sigstack_call_program(a.sa_sigaction, sig, si, ucv, (a.sa_flags & SA_ONSTACK) != 0);
 }
 
 void sp_trap_atfork(int phase)

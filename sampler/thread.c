@@ -1,5 +1,6 @@
 #include "thread.h"
 #include "sampler.h"
+#include "sigstack.h"
 #include "sys.h"
 #include "timer.h"
 #include "unwind.h"
@@ -73,7 +74,9 @@ int sp_thread_attach(void)
 		return -EAGAIN;
 	struct sp_ring ring = t->ring; /* kept from a previous owner, if any */
 	uint64_t *check = t->check_pcs;
+	uint8_t *sigstack = t->sigstack;
 	memset((char *)t + sizeof(t->state), 0, sizeof(*t) - sizeof(t->state));
+	t->sigstack = sigstack;
 	if (sp_g.cfg.unwind == SP_UNWIND_CHECK && !check) {
 		/* kept with the slot, like the ring; only this test mode has one */
 		void *p = mmap(NULL, SP_MAX_DEPTH_WORDS * sizeof(uint64_t), PROT_READ | PROT_WRITE,
@@ -98,6 +101,11 @@ int sp_thread_attach(void)
 		}
 	}
 	sp_stack_bounds(t);
+	int serr = sp_sigstack_attach(t);
+	if (serr)
+		sp_log("no stack of its own for the handler on thread %d (%s): it runs on the "
+		       "thread's",
+		       t->tid, strerror(-serr));
 	if (pthread_getcpuclockid(pthread_self(), &t->cpu_clk) != 0)
 		t->cpu_clk = 0;
 	/* lazy set-up in libunwind and glibc happens now, not in the handler */
@@ -134,6 +142,7 @@ void sp_thread_detach(void)
 	sigaddset(&set, t->timer->signo);
 	pthread_sigmask(SIG_BLOCK, &set, &old);
 	t->timer->disarm(t);
+	sp_sigstack_detach(t);
 	prctl(PR_GET_NAME, t->name_at_exit, 0, 0, 0);
 	sp_self = NULL;
 	/* the writer drains the ring, then sets the slot free */

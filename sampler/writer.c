@@ -9,6 +9,8 @@
 #include "modules.h"
 #include "profile.h"
 #include "sampler.h"
+#include "signals.h"
+#include "sigstack.h"
 #include "sys.h"
 #include "thread.h"
 #include "timer.h"
@@ -371,6 +373,9 @@ static void sp_add_counters(struct sp_prof_stats *st, struct sp_thread *t)
 	st->unwind_fast += atomic_load(&t->unw_fast);
 	st->unwind_slow += atomic_load(&t->unw_slow);
 	st->unwind_differ += atomic_load(&t->unw_differ);
+	size_t used = sp_sigstack_used(t);
+	if (used > st->handler_stack)
+		st->handler_stack = used;
 }
 
 static void sp_drain_all(struct sp_wstate *s, bool names)
@@ -389,6 +394,7 @@ static void sp_drain_all(struct sp_wstate *s, bool names)
 			sp_drain_slot(s, i, t);
 			sp_thread_name(s, i, t->tid, t->name_at_exit);
 			sp_add_counters(&s->retired, t);
+			sp_sigstack_reset(t); /* the slot's next thread is measured afresh */
 			atomic_store(&t->state, SP_SLOT_FREE);
 		}
 	}
@@ -413,6 +419,9 @@ static void sp_write_stats(struct sp_wstate *s, uint32_t flags)
 	st.weight_ns = s->weight_ns;
 	st.timer = (char *)sp_g.timer->name;
 	st.unwind_checked = sp_g.cfg.unwind == SP_UNWIND_CHECK;
+	st.timer_fallbacks = atomic_load(&sp_g.timer_fallbacks);
+	st.aside = sp_aside_count();
+	st.randomized = sp_g.timer->randomized;
 	sp_writer_stats(s->w, &st);
 }
 

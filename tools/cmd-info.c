@@ -76,8 +76,9 @@ static void sp_info_print(FILE *f, const char *path, const struct sp_profile *p,
 		sp_textfmt_time(dur, sizeof(dur), p->stats.time_ns);
 		fprintf(f, "duration:    %s (wall, until the last flush)\n", dur);
 	}
-	fprintf(f, "timer:       %s, %u Hz requested per thread, max depth %u\n",
-		p->stats.timer ? p->stats.timer : h->timer, h->freq_hz, h->max_depth);
+	fprintf(f, "timer:       %s, %s, %u Hz requested per thread, max depth %u\n",
+		p->stats.timer ? p->stats.timer : h->timer, sp_summary_periods(p), h->freq_hz,
+		h->max_depth);
 	struct sp_summary s;
 	sp_summary_compute(p, m, &s);
 	fprintf(f, "achieved:    %.1f Hz (samples per CPU-second of sampled threads)\n",
@@ -107,6 +108,17 @@ static void sp_info_print(FILE *f, const char *path, const struct sp_profile *p,
 		    "handler:     %.1f us of CPU per sample in the handler body (unwinding; not "
 		    "the timer or signal delivery)\n",
 		    (double)st->handler_ns / 1e3 / (double)s.samples);
+	if (st->handler_stack)
+		fprintf(f, "stack use:   %llu KiB at most of the handler's own %u KiB stack\n",
+			(unsigned long long)st->handler_stack / 1024, 64u);
+	if (st->timer_fallbacks)
+		fprintf(f,
+			"fallbacks:   %u threads had posix-cputimer (perf descriptors ran out)\n",
+			st->timer_fallbacks);
+	if (st->aside)
+		fprintf(f,
+			"aside:       %u times the program had SIGPROF and stackprof stood aside\n",
+			st->aside);
 	uint64_t frames = st->unwind_fast + st->unwind_slow;
 	if (frames)
 		fprintf(f,

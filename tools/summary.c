@@ -78,6 +78,13 @@ void sp_summary_compute(const struct sp_profile *p, const struct sp_model *m, st
 	}
 }
 
+const char *sp_summary_periods(const struct sp_profile *p)
+{
+	/* perf timers are hrtimers on each thread's CPU time: periodic, but
+	 * not tied to the kernel tick; POSIX CPU timers are, hence random */
+	return p->stats.randomized ? "random periods" : "fixed period";
+}
+
 void sp_summary_print_counts(FILE *f, const struct sp_profile *p, const struct sp_summary *s,
 			     const char *prefix)
 {
@@ -87,8 +94,19 @@ void sp_summary_print_counts(FILE *f, const struct sp_profile *p, const struct s
 	fprintf(f, "%s%llu samples, %s of CPU", prefix, (unsigned long long)s->samples, cpu);
 	if (s->threads)
 		fprintf(f, " on %zu thread%s", s->threads, s->threads == 1 ? "" : "s");
-	fprintf(f, "; timer %s at %u Hz requested, %.0f Hz achieved per busy thread\n",
-		st->timer ? st->timer : p->header.timer, p->header.freq_hz, s->achieved_hz);
+	fprintf(f, "; timer %s (%s) at %u Hz requested, %.0f Hz achieved per busy thread\n",
+		st->timer ? st->timer : p->header.timer, sp_summary_periods(p), p->header.freq_hz,
+		s->achieved_hz);
+	if (st->timer_fallbacks)
+		fprintf(f,
+			"%s%u thread%s had posix-cputimer: the perf descriptors stackprof may "
+			"hold ran out\n",
+			prefix, st->timer_fallbacks, st->timer_fallbacks == 1 ? "" : "s");
+	if (st->aside)
+		fprintf(f,
+			"%sthe program took SIGPROF %u time%s: stackprof stood aside meanwhile "
+			"and sampled again when it was given back\n",
+			prefix, st->aside, st->aside == 1 ? "" : "s");
 	/* the names `stackprof info` uses, each counted apart */
 	fprintf(f,
 		"%sdrops %llu, unwind errors %llu (%.1f%%), truncated %llu, skipped %llu, "

@@ -37,4 +37,7 @@ void sp_summary_print_top(FILE *f, const struct sp_model *m, size_t n, const cha
 /* Whether a function name is where a thread's stack starts (_start, clone3, start_thread...). */
 int sp_summary_is_root(const char *func);
 
+/* How the timer placed its samples: "random periods" or "fixed period". */
+const char *sp_summary_periods(const struct sp_profile *p);
+
 #endif
