@@ -1,6 +1,6 @@
 /*
- * periodic.c - threads that repeat one fixed cycle in CPU time, like an
- * inference loop, with a per-function CPU split the program measures itself.
+ * periodic.c - threads that repeat one fixed cycle of CPU, like an inference
+ * loop, with a per-function CPU split the program measures itself.
  * It is the workload of bench/accuracy.sh --periodic and tests/e2e/t0030-phase.sh:
  * a sampler whose samples fall at a fixed phase of the cycle sees the same
  * few points of it again and again, and its profile is off by far more than
@@ -24,22 +24,31 @@
  *     on 6 points of the cycle, 2 ms apart (10 k mod 12): every phase is a
  *     multiple of 2 ms, so every phase gets its exact share, whatever the
  *     phase of the first sample. The same holds at 1 kHz (1 ms apart).
- *   - A cycle that is not held at 12 ms would let the tick grid slide over
- *     it and average the bias away: a calibration error of 0.5% sweeps the
- *     grid across the 4 ms spacing once every 0.8 s. So the work of the next
- *     cycle is set from the thread's CPU clock, to end each cycle at its
- *     place on the 12 ms grid that starts with the thread (a phase-locked
- *     loop, corrections of at most 10% of a cycle). Each phase is still a
- *     fixed amount of work once started, and the cycle repeats in CPU time
- *     the way a model's forward pass does. -f turns the tracking off
- *     (fixed work from the start-up calibration), to see the difference.
+ *   - A cycle whose length drifts lets the tick grid slide over it and
+ *     averages the bias away: a calibration error of 0.5% sweeps the grid
+ *     across the 4 ms spacing once every 0.8 s. So the work of the next
+ *     cycle is steered from the clocks, corrections of at most 10% of a
+ *     cycle. Each phase is still a fixed amount of work once started.
  *
- * The tick grid stays where it is against a thread's CPU time while the
- * thread keeps its CPU, and when it loses it at the end of a time slice
- * (slices end on ticks). A short preemption off the tick (a thread that
- * wakes up, such as a profiler's writer) moves it: on a busy machine the
- * lock of a tick-driven timer weakens ("truth offcpu" below shows how long
- * each thread waited), while a timer in the thread's CPU time stays exact.
+ * How the cycle is held (-g):
+ *   tick  (default) every cycle starts at the same point of the 4 ms tick
+ *         period in wall time (CLOCK_MONOTONIC, the clock the tick keeps;
+ *         -k sets the tick). While a thread keeps its CPU this is a cycle
+ *         of exactly 12 ms of CPU, as a forward pass repeats. When it loses
+ *         its CPU off the tick (a profiler's writer thread waking up,
+ *         another process), the tick grid moves against its CPU time and
+ *         the next cycles get back in phase with it, as a loop paced by
+ *         that clock would; a preemption of whole ticks (time slices end on
+ *         ticks) needs nothing. This holds the lock against a profiler's
+ *         own writer thread and short preemptions; under heavy load (other
+ *         processes taking half the CPU) it still weakens.
+ *   cpu   every cycle ends on the grid t0 + j * 12 ms of the thread's CPU
+ *         time: periodic in CPU time only. Preemptions off the tick then
+ *         move the tick grid for good, and on a shared machine the lock
+ *         comes and goes with the load.
+ *   off   fixed work from the start-up calibration.
+ * A timer in the thread's CPU time is exact with any of them ("truth
+ * offcpu" below shows how long each thread waited).
  *
  * The truth: one CLOCK_THREAD_CPUTIME_ID reading at each phase boundary. A
  * reading is a system call of its own (~0.1-1 us); about one reading's
@@ -54,16 +63,18 @@
  *   truth cycle_us 12000.3            (mean CPU time of a cycle)
  *   truth clock_read_ns 312           (one CLOCK_THREAD_CPUTIME_ID reading)
  *
- * Usage: periodic [-s SECONDS] [-t THREADS] [-c CYCLE_US] [-f]
+ * Usage: periodic [-s SECONDS] [-t THREADS] [-c CYCLE_US] [-g tick|cpu|off]
+ *                 [-k TICK_US]
  *   -s SECONDS   CPU seconds per thread (default 3)
  *   -t THREADS   worker threads (default 2)
  *   -c CYCLE_US  CPU microseconds of one cycle (default 12000; the phases
  *                scale with it)
- *   -f           fixed work per cycle: no tracking of the cycle's length
+ *   -g GRID      how the cycle is held (default tick; above)
+ *   -k TICK_US   the kernel's tick for -g tick (default 4000: HZ=250, as on
+ *                Debian's kernels; the 12 ms cycle is chosen for it)
  */
 #define _GNU_SOURCE
 #include <pthread.h>
-#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,12 +137,15 @@ static const char *const periodic_name[PERIODIC_PHASES] = {"periodic_a", "period
 /* sixths of the cycle: 6, 2, 2 and 2 ms of a 12 ms cycle */
 static const int periodic_sixths[PERIODIC_PHASES] = {3, 1, 1, 1};
 
+enum periodic_grid { PERIODIC_GRID_TICK, PERIODIC_GRID_CPU, PERIODIC_GRID_OFF };
+
 struct periodic_arg {
 	char name[16];
 	long cycles;
 	double cycle_ns;
 	double rate; /* spin iterations per CPU nanosecond, the first guess */
-	bool fixed;
+	enum periodic_grid grid;
+	int64_t tick_ns;
 	int64_t read_ns;
 	int64_t cpu[PERIODIC_PHASES];
 	int64_t total;
@@ -158,15 +172,25 @@ static void *periodic_thread(void *p)
 			a->cpu[k] += now - prev - a->read_ns;
 			prev = now;
 		}
-		if (a->fixed)
+		if (a->grid == PERIODIC_GRID_OFF)
 			continue;
 		/*
 		 * Track the rate slowly (it moves with the machine's load) and
-		 * steer the next cycle's length so that this thread's cycles
-		 * end on the grid t0 + j * cycle: a third of the error at a time.
+		 * steer the next cycle's length, a third of the error at a time:
+		 * tick: cycles start at the same point of the tick period in
+		 * wall time (the error is folded to the nearest tick), so a
+		 * thread that lost its CPU off the tick gets back in phase;
+		 * cpu: cycles end on the grid t0 + j * cycle of its CPU time.
 		 */
 		rate = 0.9 * rate + 0.1 * (double)work / (double)(prev - start);
-		double err = (double)(prev - t0) - (double)(c + 1) * a->cycle_ns;
+		double err;
+		if (a->grid == PERIODIC_GRID_CPU) {
+			err = (double)(prev - t0) - (double)(c + 1) * a->cycle_ns;
+		} else {
+			err = (double)((mono_ns() - w0) % a->tick_ns);
+			if (err > (double)a->tick_ns / 2)
+				err -= (double)a->tick_ns;
+		}
 		len = a->cycle_ns - err / 3;
 		if (len < 0.9 * a->cycle_ns)
 			len = 0.9 * a->cycle_ns;
@@ -219,7 +243,8 @@ static double spin_rate(void)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: periodic [-s SECONDS] [-t THREADS] [-c CYCLE_US] [-f]\n");
+	fprintf(stderr, "usage: periodic [-s SECONDS] [-t THREADS] [-c CYCLE_US] [-g tick|cpu|off] "
+			"[-k TICK_US]\n");
 	exit(2);
 }
 
@@ -227,8 +252,9 @@ int main(int argc, char **argv)
 {
 	double secs = 3, cycle_us = 12000;
 	int threads = 2, opt;
-	bool fixed = false;
-	while ((opt = getopt(argc, argv, "s:t:c:f")) != -1) {
+	enum periodic_grid grid = PERIODIC_GRID_TICK;
+	double tick_us = 4000;
+	while ((opt = getopt(argc, argv, "s:t:c:g:k:")) != -1) {
 		switch (opt) {
 		case 's':
 			secs = atof(optarg);
@@ -239,15 +265,26 @@ int main(int argc, char **argv)
 		case 'c':
 			cycle_us = atof(optarg);
 			break;
-		case 'f':
-			fixed = true;
+		case 'k':
+			tick_us = atof(optarg);
+			break;
+		case 'g':
+			if (!strcmp(optarg, "tick"))
+				grid = PERIODIC_GRID_TICK;
+			else if (!strcmp(optarg, "cpu"))
+				grid = PERIODIC_GRID_CPU;
+			else if (!strcmp(optarg, "off"))
+				grid = PERIODIC_GRID_OFF;
+			else
+				usage();
 			break;
 		default:
 			usage();
 		}
 	}
 	if (optind != argc || !(secs > 0 && secs < 86400) || threads < 1 ||
-	    threads > PERIODIC_MAX_THREADS || !(cycle_us >= 100 && cycle_us <= 1e7))
+	    threads > PERIODIC_MAX_THREADS || !(cycle_us >= 100 && cycle_us <= 1e7) ||
+	    !(tick_us >= 100 && tick_us <= 1e6))
 		usage();
 	pthread_setname_np(pthread_self(), "periodic-main");
 
@@ -263,7 +300,8 @@ int main(int argc, char **argv)
 		arg[i].cycles = cycles;
 		arg[i].cycle_ns = cycle_us * 1e3;
 		arg[i].rate = rate;
-		arg[i].fixed = fixed;
+		arg[i].grid = grid;
+		arg[i].tick_ns = (int64_t)(tick_us * 1e3);
 		arg[i].read_ns = read_ns;
 		if (pthread_create(&tid[i], NULL, periodic_thread, &arg[i])) {
 			fprintf(stderr, "periodic: pthread_create failed\n");
