@@ -53,24 +53,30 @@ static const struct sp_cli_opt sp_run_opts[] = {
      "/dev/null profiles and keeps nothing"},
     {'F', 'F', "freq", "HZ",
      "samples per second of CPU time per thread, 1-20000\n"
-     "(default 100; above 250 Hz a perf_event task-clock\n"
-     "timer is used where permitted)"},
+     "(default 100)"},
     {OPT_TIMER, 0, "timer", "KIND",
-     "auto, posix, trap, perf, thread or itimer (default\n"
-     "auto):\n"
-     "posix  POSIX CPU timers, SIGPROF; at most one\n"
-     "       signal per kernel tick (HZ)\n"
-     "trap   perf task-clock, SIGTRAP sent by the kernel\n"
-     "       (Linux 5.13+; the program's own SIGTRAP use\n"
-     "       is kept); auto's choice above 250 Hz\n"
-     "perf   perf task-clock, SIGPROF through fasync;\n"
-     "       auto's choice under a debugger\n"
+     "auto, trap, perf, posix, thread or itimer (default\n"
+     "auto: trap where perf_event is permitted, perf\n"
+     "under a debugger, else posix):\n"
+     "trap   perf task-clock on each thread's CPU time,\n"
+     "       SIGTRAP sent by the kernel (Linux 5.13+); one\n"
+     "       descriptor for every thread; not tied to the\n"
+     "       kernel tick, so unbiased on loops; the\n"
+     "       program's own SIGTRAP use is kept\n"
+     "perf   the same event per thread, SIGPROF through\n"
+     "       fasync (a descriptor per thread, within a\n"
+     "       budget; threads beyond it get posix)\n"
+     "posix  POSIX CPU timers, SIGPROF, random periods;\n"
+     "       BIASED on loops that keep their phase\n"
+     "       against the kernel tick: its signals come\n"
+     "       only on the tick (HZ), at most one per tick\n"
      "thread a thread of stackprof's sends SIGPROF to\n"
      "       the threads running at each period; no\n"
-     "       perf_event needed (containers); cheapest\n"
-     "       in VMs, but samples lean towards system\n"
-     "       calls where IPIs are slow (docs/SAMPLER.md)\n"
-     "itimer setitimer(ITIMER_PROF), process-wide"},
+     "       perf_event needed (containers); BIASED:\n"
+     "       samples lean towards system calls where\n"
+     "       IPIs are slow (docs/SAMPLER.md)\n"
+     "itimer setitimer(ITIMER_PROF), process-wide,\n"
+     "       unfair between threads"},
     {OPT_UNWIND, 0, "unwind", "MODE",
      "fast, libunwind or check (default fast):\n"
      "fast       each frame by its .eh_frame rule, cached\n"
