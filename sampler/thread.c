@@ -119,6 +119,8 @@ int sp_thread_attach(void)
 	 * program sets later is respected, and costs it only the samples it
 	 * blocks. */
 	t->timer = sp_g.timer;
+	/* the first sample weighs the CPU time from here, not one period */
+	atomic_store(&t->cpu_last, sp_thread_cpu_ns());
 	err = t->timer->arm(t, sp_g.period_ns);
 	sigset_t prof;
 	sigemptyset(&prof);

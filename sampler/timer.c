@@ -56,8 +56,10 @@ static void sp_rand_seed(struct sp_thread *t)
 /*
  * The weight of a sample when signals can merge or periods vary: the
  * thread's CPU time since the previous handler returned, which leaves out
- * the handler's own time (the profiler's, not the program's). The first
- * sample after arming or resuming weighs one period.
+ * the handler's own time (the profiler's, not the program's). Arming and
+ * resuming set the start (thread.c, sp_timer_resume_base); without one the
+ * sample weighs a period. What a thread runs after its last sample is in
+ * no sample: at most a period per thread.
  */
 SP_SIGSAFE static uint64_t sp_cpu_weight(struct sp_thread *t, const siginfo_t *si,
 					 uint64_t period_ns, uint64_t cpu_now)
@@ -180,12 +182,13 @@ static const struct sp_timer_ops sp_posix_ops = {
 
 struct sp_proc_status {
 	bool traced;  /* TracerPid is not 0 */
-	bool seccomp; /* a seccomp filter is installed (mode 2) */
+	bool seccomp; /* seccomp is on (strict mode or filters) */
+	long filters; /* Seccomp_filters: how many (Linux 5.9+), -1 if not said */
 };
 
 static struct sp_proc_status sp_proc_status(void)
 {
-	struct sp_proc_status ps = {false, false};
+	struct sp_proc_status ps = {false, false, -1};
 	char buf[4096];
 	if (sp_read_small("/proc/self/status", buf, sizeof(buf)) <= 0)
 		return ps;
@@ -193,6 +196,9 @@ static struct sp_proc_status sp_proc_status(void)
 	ps.traced = p && strtol(p + 11, NULL, 10) != 0;
 	p = strstr(buf, "\nSeccomp:");
 	ps.seccomp = p && strtol(p + 9, NULL, 10) != 0;
+	p = strstr(buf, "\nSeccomp_filters:");
+	if (p)
+		ps.filters = strtol(p + 17, NULL, 10);
 	return ps;
 }
 
@@ -273,23 +279,39 @@ static int sp_perf_probe_child(uint64_t period_ns, bool trap)
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EACCES;
 }
 
+/*
+ * Whether perf_event_open may be called now. A program may install a
+ * seccomp filter at any time (a sandbox after its set-up), and filters are
+ * inherited by forked children, so the answer is kept per seccomp state
+ * (the number of filters) and found again when that changes: a call made
+ * under a filter no probe has seen could kill the process.
+ */
+static pthread_mutex_t sp_probe_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static int sp_perf_probe_kind(uint64_t period_ns, bool trap)
 {
-	static int tried[2] = {1, 1}; /* 1: not probed yet; else the result */
-	if (tried[trap] <= 0)
-		return tried[trap];
+	pthread_mutex_t *lock = &sp_probe_lock;
+	static long seen[2] = {-2, -2}; /* the seccomp state each result is for */
+	static int result[2];
 	struct sp_proc_status ps = sp_proc_status();
-	int err = 0;
-	if (ps.seccomp)
-		err = sp_perf_probe_child(period_ns, trap);
-	if (!err) {
-		int fd = sp_perf_open(sp_gettid(), period_ns, trap);
-		if (fd < 0)
-			err = fd;
-		else
-			close(fd);
+	long state = ps.seccomp ? (ps.filters >= 0 ? ps.filters + 1 : 1000000) : 0;
+	pthread_mutex_lock(lock);
+	if (seen[trap] != state) {
+		int err = 0;
+		if (ps.seccomp)
+			err = sp_perf_probe_child(period_ns, trap);
+		if (!err) {
+			int fd = sp_perf_open(sp_gettid(), period_ns, trap);
+			if (fd < 0)
+				err = fd;
+			else
+				close(fd);
+		}
+		result[trap] = err;
+		seen[trap] = state;
 	}
-	tried[trap] = err;
+	int err = result[trap];
+	pthread_mutex_unlock(lock);
 	return err;
 }
 
@@ -361,6 +383,12 @@ static int sp_perf_budget(void)
 
 static int sp_perf_arm(struct sp_thread *t, uint64_t period_ns)
 {
+	if (sp_perf_probe_kind(period_ns, false) != 0) {
+		/* refused now (a seccomp filter installed since): a POSIX timer */
+		atomic_fetch_add(&sp_g.timer_fallbacks, 1);
+		t->timer = &sp_posix_ops;
+		return sp_posix_arm(t, period_ns);
+	}
 	if (atomic_fetch_add(&sp_perf_threads, 1) >= sp_perf_budget()) {
 		/* no descriptor left for this thread: it gets a POSIX timer */
 		atomic_fetch_sub(&sp_perf_threads, 1);
@@ -449,7 +477,11 @@ static void *sp_trap_pin;
 
 static int sp_trap_start(uint64_t period_ns)
 {
-	int err = -EAGAIN;
+	/* a forked child of a program that has since installed a filter */
+	int err = sp_perf_probe_kind(period_ns, true);
+	if (err)
+		return err;
+	err = -EAGAIN;
 	if (sp_fd_begin()) {
 		int fd = sp_perf_open(0, period_ns, true);
 		err = fd < 0 ? fd : sp_fd_keep(&sp_trap_fd, fd);
@@ -676,6 +708,7 @@ void sp_timers_resume_all(void)
 
 void sp_timer_atfork_child(void)
 {
+	pthread_mutex_init(&sp_probe_lock, NULL); /* a probe of another thread's */
 	sp_perf_unpin(&sp_trap_pin);
 	sp_fd_forget(&sp_trap_fd);
 	sp_trap_id = 0;

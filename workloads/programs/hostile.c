@@ -27,6 +27,16 @@
  *   cancel DLIB      threads with PTHREAD_CANCEL_ASYNCHRONOUS cancelled while
  *                    they work, then 50 dlopen/dlclose rounds of DLIB; prints
  *                    how long the rounds took
+ *   threads N M      N threads that wait (and work a little), then M files
+ *                    opened while they live: every open must succeed
+ *   seccomp KILL|ERRNO CMD...  installs a seccomp filter that kills the
+ *                    process (or fails with EPERM) on perf_event_open, then
+ *                    works and execs CMD under it, as a sandbox launcher does
+ *   vfork            vfork + exec /bin/true, many times, while working
+ *   clone            clone() children without CLONE_THREAD (with and without
+ *                    CLONE_VM) that work and exit, while working
+ *   iouring          reads through io_uring that block, so the kernel starts
+ *                    io-wq worker threads in the process
  *
  * Work is CPU time (CLOCK_THREAD_CPUTIME_ID), so a profiler has something
  * to sample all along.
@@ -44,6 +54,13 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <sched.h>
+#include <linux/filter.h>
+#include <linux/io_uring.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -388,6 +405,182 @@ static int mode_cancel(const char *lib)
 	return 0;
 }
 
+/* ---- resources -------------------------------------------------------- */
+
+static pthread_barrier_t threads_go;
+
+static void *waiting_thread(void *arg)
+{
+	hostile_work(0.002);
+	pthread_barrier_wait(&threads_go);
+	hostile_work(0.002);
+	return NULL;
+}
+
+static int mode_threads(int n, int m)
+{
+	pthread_t *t = calloc((size_t)n, sizeof(*t));
+	int *fds = calloc((size_t)m, sizeof(*fds));
+	if (!t || !fds || pthread_barrier_init(&threads_go, NULL, (unsigned)n + 1))
+		return 1;
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setstacksize(&a, 64 * 1024);
+	for (int i = 0; i < n; i++)
+		if (pthread_create(&t[i], &a, waiting_thread, NULL)) {
+			fprintf(stderr, "hostile: thread %d: cannot create\n", i);
+			return 1;
+		}
+	int rc = 0;
+	for (int i = 0; i < m; i++) {
+		fds[i] = open("/dev/null", O_RDONLY);
+		if (fds[i] < 0) {
+			fprintf(stderr, "hostile: open #%d failed: %s\n", i + 1, strerror(errno));
+			rc = 1;
+			break;
+		}
+	}
+	hostile_work(0.2);
+	pthread_barrier_wait(&threads_go);
+	for (int i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	for (int i = 0; i < m; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	printf("threads: %d threads, %d files: %s\n", n, m, rc ? "failed" : "ok");
+	return rc;
+}
+
+static int mode_seccomp(const char *how, char **cmd)
+{
+	unsigned ret = !strcmp(how, "KILL") ? SECCOMP_RET_KILL_PROCESS
+					    : SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA);
+	struct sock_filter f[] = {
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_perf_event_open, 0, 1),
+	    BPF_STMT(BPF_RET | BPF_K, ret),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {.len = sizeof(f) / sizeof(f[0]), .filter = f};
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog)) {
+		fprintf(stderr, "hostile: seccomp: %s\n", strerror(errno));
+		return 1;
+	}
+	/* threads made under the filter, then the program the sandbox runs */
+	pthread_t t;
+	if (pthread_create(&t, NULL, exiting_thread, (void *)(size_t)5) == 0)
+		pthread_join(t, NULL);
+	hostile_work(0.3);
+	execv(cmd[0], cmd);
+	fprintf(stderr, "hostile: exec %s: %s\n", cmd[0], strerror(errno));
+	return 1;
+}
+
+/* One vfork child that execs /bin/true; its own function, so that no
+ * variable of the loop lives across the vfork. */
+__attribute__((noinline)) static int vfork_once(void)
+{
+	pid_t pid = vfork();
+	if (pid == 0) {
+		execl("/bin/true", "true", (char *)NULL);
+		_exit(127);
+	}
+	int st;
+	return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+static int mode_vfork(void)
+{
+	for (int i = 0; i < 200; i++) {
+		if (!vfork_once()) {
+			fprintf(stderr, "hostile: vfork child %d failed\n", i);
+			return 1;
+		}
+		hostile_work(0.004);
+	}
+	printf("vfork: 200 children ok\n");
+	return 0;
+}
+
+static int clone_child(void *arg)
+{
+	hostile_work(0.02);
+	return 7;
+}
+
+static int mode_clone(void)
+{
+	for (int i = 0; i < 40; i++) {
+		char *stack = guarded_stack(256);
+		int flags = (i & 1) ? (CLONE_VM | SIGCHLD) : SIGCHLD;
+		pid_t pid = clone(clone_child, stack + 256 * 1024, flags, NULL);
+		int st;
+		if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 7) {
+			fprintf(stderr, "hostile: clone child %d failed\n", i);
+			return 1;
+		}
+		hostile_work(0.01);
+	}
+	printf("clone: 40 children ok\n");
+	return 0;
+}
+
+static int mode_iouring(void)
+{
+	struct io_uring_params p;
+	memset(&p, 0, sizeof(p));
+	int ring = (int)syscall(SYS_io_uring_setup, 8, &p);
+	if (ring < 0) {
+		printf("iouring: not available (%s)\n", strerror(errno));
+		return 0;
+	}
+	size_t sq_len = p.sq_off.array + p.sq_entries * sizeof(unsigned);
+	size_t cq_len = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
+	char *sq = mmap(NULL, sq_len, PROT_READ | PROT_WRITE, MAP_SHARED, ring, IORING_OFF_SQ_RING);
+	char *cq = mmap(NULL, cq_len, PROT_READ | PROT_WRITE, MAP_SHARED, ring, IORING_OFF_CQ_RING);
+	struct io_uring_sqe *sqes = mmap(NULL, p.sq_entries * sizeof(struct io_uring_sqe),
+					 PROT_READ | PROT_WRITE, MAP_SHARED, ring, IORING_OFF_SQES);
+	if (sq == MAP_FAILED || cq == MAP_FAILED || sqes == MAP_FAILED)
+		return 1;
+	int rounds = 0;
+	for (int r = 0; r < 50; r++) {
+		int pfd[2];
+		if (pipe(pfd) < 0)
+			return 1;
+		char buf[16];
+		/* a read of an empty pipe blocks: the kernel hands it to an io-wq worker */
+		unsigned tail = *(unsigned *)(sq + p.sq_off.tail);
+		unsigned idx = tail & *(unsigned *)(sq + p.sq_off.ring_mask);
+		struct io_uring_sqe *e = &sqes[idx];
+		memset(e, 0, sizeof(*e));
+		e->opcode = IORING_OP_READ;
+		e->fd = pfd[0];
+		e->addr = (unsigned long)buf;
+		e->len = sizeof(buf);
+		e->flags = IOSQE_ASYNC;
+		((unsigned *)(sq + p.sq_off.array))[idx] = idx;
+		__atomic_store_n((unsigned *)(sq + p.sq_off.tail), tail + 1, __ATOMIC_RELEASE);
+		if (syscall(SYS_io_uring_enter, ring, 1, 0, 0, NULL, 0) < 0)
+			return 1;
+		hostile_work(0.005);
+		if (write(pfd[1], "0123456789abcdef", 16) != 16)
+			return 1;
+		if (syscall(SYS_io_uring_enter, ring, 0, 1, IORING_ENTER_GETEVENTS, NULL, 0) < 0)
+			return 1;
+		unsigned head = *(unsigned *)(cq + p.cq_off.head);
+		struct io_uring_cqe *c = (struct io_uring_cqe *)(cq + p.cq_off.cqes) +
+					 (head & *(unsigned *)(cq + p.cq_off.ring_mask));
+		if (c->res == 16 && !memcmp(buf, "0123456789abcdef", 16))
+			rounds++;
+		__atomic_store_n((unsigned *)(cq + p.cq_off.head), head + 1, __ATOMIC_RELEASE);
+		close(pfd[0]);
+		close(pfd[1]);
+	}
+	printf("iouring: %d of 50 reads right\n", rounds);
+	return rounds == 50 ? 0 : 1;
+}
+
 static volatile sig_atomic_t ticks;
 
 static void on_prof(int sig)
@@ -433,6 +626,16 @@ int main(int argc, char **argv)
 		return mode_altstack();
 	if (!strcmp(mode, "cancel") && argc > 2)
 		return mode_cancel(argv[2]);
+	if (!strcmp(mode, "threads") && argc > 3)
+		return mode_threads(atoi(argv[2]), atoi(argv[3]));
+	if (!strcmp(mode, "seccomp") && argc > 3)
+		return mode_seccomp(argv[2], argv + 3);
+	if (!strcmp(mode, "vfork"))
+		return mode_vfork();
+	if (!strcmp(mode, "clone"))
+		return mode_clone();
+	if (!strcmp(mode, "iouring"))
+		return mode_iouring();
 	if (!strcmp(mode, "sigign")) {
 		signal(SIGPROF, SIG_IGN);
 		hostile_work(0.1);
