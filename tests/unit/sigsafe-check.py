@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""sigsafe-check.py SRC_DIR CI_DIR...: holds the sampler to sampler/sigsafe.h.
+"""sigsafe-check.py SRC_DIR CI_DIR...: holds the sampler to sampler/sigsafe.h,
+and the handler's own code to a bounded stack.
 
 The CI_DIRs hold the .ci call graphs that gcc -fcallgraph-info wrote for every
 sampler source. From the handler's entry points (and each target of a call
@@ -32,8 +33,12 @@ libc = expand("SP_SIGSAFE_LIBC")
 through = expand("SP_SIGSAFE_CALLS_THROUGH")
 
 edges = {}
+frame = {}  # function -> (bytes, qualifier) from -fcallgraph-info=su
 for ci in [c for d in ci_dirs for c in glob.glob(os.path.join(d, "*.ci"))]:
     for line in open(ci):
+        n = re.match(r'node: \{ title: "([^"]+)" label: "[^"]*\\n(\d+) bytes \(([^)]*)\)"', line)
+        if n:
+            frame[n.group(1).rsplit(":", 1)[-1]] = (int(n.group(2)), n.group(3))
         m = re.match(r'edge: \{ sourcename: "([^"]+)" targetname: "([^"]+)"', line)
         if m:
             # a static function's title is "file:name"
@@ -71,6 +76,27 @@ for m in re.finditer(r"\bSP_SIGSAFE\b", text):
 for f in sorted(funcs):
     if f not in marked:
         bad.append("%s is listed in sigsafe.h but no declaration marks it SP_SIGSAFE" % f)
+
+# the stack the handler's own code needs: its deepest call path, frame by
+# frame (libc and libunwind come on top; docs/SAMPLER.md measures them too)
+def depth(f, path):
+    if f in path:
+        bad.append("recursion in the handler: %s" % " -> ".join(path + [f]))
+        return 0
+    size, kind = frame.get(f, (0, "static"))
+    if kind.startswith("dynamic") and "bounded" not in kind:
+        bad.append("%s grows its stack by a size it did not plan (%s)" % (f, kind))
+    callees = [g for g in edges.get(f, ()) if g in funcs]
+    return size + max((depth(g, path + [f]) for g in callees), default=0)
+
+# a quarter of the handler's own 64 KiB stack (sigstack.h): the rest is
+# for libunwind and the kernel's signal frame
+BUDGET = 16384
+need = max(depth(e, []) for e in expand("SP_SIGSAFE_ENTRY"))
+budget = BUDGET
+print("sigsafe-check: the handler's own code needs at most %d bytes of stack" % need)
+if need > budget:
+    bad.append("the handler's own code needs %d bytes of stack, over its %d budget" % (need, budget))
 
 for b in bad:
     print("FAIL:", b)
