@@ -40,6 +40,8 @@ enum sp_rec_type {
 	SP_REC_CHECKPOINT = 9,
 	SP_REC_UNLOAD = 10,
 	SP_REC_MARK = 11,
+	SP_REC_PYCODE = 12,
+	SP_REC_PYINFO = 13,
 };
 
 /* Module flags. */
@@ -58,6 +60,38 @@ enum sp_rec_type {
 /* Mark kinds. */
 #define SP_MARK_WINDOW_BEGIN 1u /* stackprof_window_begin(): a profile() block opens */
 #define SP_MARK_WINDOW_END   2u /* stackprof_window_end(): it closes */
+
+/*
+ * A word of a STACK record that is not a code address but a Python frame
+ * (its tag is in the top byte, which no user-space address has): the
+ * instruction offset in code units (24 bits, SP_PYFRAME_NO_INSTR if not
+ * known) and the PYCODE record's id (0: a frame that could not be read).
+ * The sampler puts each Python frame where the interpreter ran it: just
+ * outside the native frames it called, just inside the eval loop's frame.
+ */
+#define SP_PYFRAME_TAG	    0xfe00000000000000ull
+#define SP_PYFRAME_MASK	    0xff00000000000000ull
+#define SP_PYFRAME_NO_INSTR 0xffffffu
+
+static inline bool sp_pc_is_pyframe(uint64_t w)
+{
+	return (w & SP_PYFRAME_MASK) == SP_PYFRAME_TAG;
+}
+
+static inline uint64_t sp_pyframe_word(uint32_t code, uint32_t instr)
+{
+	return SP_PYFRAME_TAG | ((uint64_t)(instr & SP_PYFRAME_NO_INSTR) << 32) | code;
+}
+
+static inline uint32_t sp_pyframe_code(uint64_t w)
+{
+	return (uint32_t)w;
+}
+
+static inline uint32_t sp_pyframe_instr(uint64_t w)
+{
+	return (uint32_t)(w >> 32) & SP_PYFRAME_NO_INSTR;
+}
 
 /* Stats flags. */
 #define SP_STATS_FINAL	0x1u /* written by a clean shutdown */
@@ -145,6 +179,35 @@ struct sp_prof_jit {
 	char *name;
 };
 
+/* A Python code object as it was when a sample first saw it: enough to
+ * name its frames and find their lines after it is gone. */
+struct sp_prof_pycode {
+	uint32_t id;
+	uint32_t minor; /* CPython 3.minor: the line table's format */
+	int32_t firstlineno;
+	uint32_t flags; /* SP_PYCODE_* */
+	char *name;	/* co_name, UTF-8 */
+	char *qualname; /* co_qualname (3.11+), NULL on 3.10 */
+	char *filename; /* co_filename */
+	uint8_t *linetable; /* co_linetable's bytes */
+	size_t linetable_len;
+};
+
+#define SP_PYCODE_CUT_TABLE 0x1u /* the line table was too long and was cut */
+#define SP_PYCODE_CUT_NAME  0x2u /* a name was too long and was cut */
+
+/* The Python interpreter the sampler found, and what it made of it: a new
+ * record each time that changes. */
+struct sp_prof_pyinfo {
+	uint32_t version; /* major << 16 | minor << 8 | micro, 0 if not known */
+	uint32_t flags;	  /* SP_PYINFO_* */
+	char *module;	  /* the file that holds the interpreter */
+	char *status;	  /* one line for people: what runs, or why not */
+	uint64_t time_ns;
+};
+
+#define SP_PYINFO_ACTIVE 0x1u /* Python frames are read */
+
 struct sp_prof_stats {
 	uint32_t flags;
 	uint64_t time_ns;
@@ -198,6 +261,8 @@ int sp_writer_range(struct sp_writer *w, const struct sp_prof_range *r);
 int sp_writer_jit(struct sp_writer *w, const struct sp_prof_jit *j);
 int sp_writer_stats(struct sp_writer *w, const struct sp_prof_stats *s);
 int sp_writer_mark(struct sp_writer *w, const struct sp_prof_mark *m);
+int sp_writer_pycode(struct sp_writer *w, const struct sp_prof_pycode *c);
+int sp_writer_pyinfo(struct sp_writer *w, const struct sp_prof_pyinfo *i);
 
 /*
  * Writes a checkpoint and pushes everything so far to the file with
@@ -246,6 +311,10 @@ struct sp_profile {
 	 * program never opened a window: then the whole run is wanted. */
 	struct sp_prof_window *windows;
 	size_t n_windows;
+	struct sp_prof_pycode *pycodes; /* in file order; ids may repeat (the same code seen by two threads at once) */
+	size_t n_pycodes;
+	struct sp_prof_pyinfo *pyinfos; /* in file order: the last one says how the run ended */
+	size_t n_pyinfos;
 	struct sp_prof_stats stats; /* the last stats record */
 	bool has_stats;
 	enum sp_read_status status;
@@ -272,5 +341,8 @@ const struct sp_prof_thread *sp_profile_thread(const struct sp_profile *p, int32
 
 /* The window that holds time_ns (a sample's time), or NULL; a binary search. */
 const struct sp_prof_window *sp_profile_window(const struct sp_profile *p, uint64_t time_ns);
+
+/* The PYCODE record with this id, or NULL. Borrowed. */
+const struct sp_prof_pycode *sp_profile_pycode(const struct sp_profile *p, uint32_t id);
 
 #endif

@@ -18,7 +18,7 @@
 #define SP_SPARSE_MIN (64ull << 20)
 
 struct sp_counts {
-	size_t modules, threads, stacks, samples, ranges, jits, marks;
+	size_t modules, threads, stacks, samples, ranges, jits, marks, pycodes, pyinfos;
 	struct sp_prof_stats stats;
 	bool has_stats;
 	bool has_header;
@@ -27,6 +27,7 @@ struct sp_counts {
 struct sp_reader {
 	struct sp_profile *p;
 	size_t cap_modules, cap_threads, cap_stacks, cap_samples, cap_ranges, cap_jits, cap_marks;
+	size_t cap_pycodes, cap_pyinfos;
 	struct sp_counts committed;
 	bool has_header;
 	uLong crc;
@@ -83,6 +84,20 @@ static void sp_header_release(struct sp_prof_header *h)
 	memset(h, 0, sizeof(*h));
 }
 
+static void sp_pycode_release(struct sp_prof_pycode *c)
+{
+	free(c->name);
+	free(c->qualname);
+	free(c->filename);
+	free(c->linetable);
+}
+
+static void sp_pyinfo_release(struct sp_prof_pyinfo *i)
+{
+	free(i->module);
+	free(i->status);
+}
+
 /* Drops every record after the last good checkpoint. */
 static void sp_rollback(struct sp_reader *r)
 {
@@ -100,6 +115,12 @@ static void sp_rollback(struct sp_reader *r)
 		free(p->ranges[i].name);
 	for (size_t i = c->jits; i < p->n_jits; i++)
 		free(p->jits[i].name);
+	for (size_t i = c->pycodes; i < p->n_pycodes; i++)
+		sp_pycode_release(&p->pycodes[i]);
+	for (size_t i = c->pyinfos; i < p->n_pyinfos; i++)
+		sp_pyinfo_release(&p->pyinfos[i]);
+	p->n_pycodes = c->pycodes;
+	p->n_pyinfos = c->pyinfos;
 	p->n_modules = c->modules;
 	p->n_threads = c->threads;
 	p->n_stacks = c->stacks;
@@ -130,6 +151,8 @@ static void sp_commit(struct sp_reader *r)
 	c->ranges = p->n_ranges;
 	c->jits = p->n_jits;
 	c->marks = p->n_marks;
+	c->pycodes = p->n_pycodes;
+	c->pyinfos = p->n_pyinfos;
 	c->stats = p->stats;
 	c->has_stats = p->has_stats;
 	c->has_header = r->has_header;
@@ -285,6 +308,49 @@ static bool sp_parse_record(struct sp_reader *r, uint8_t type, const uint8_t *da
 		j->name = sp_cursor_str(&c);
 		break;
 	}
+	case SP_REC_PYCODE: {
+		struct sp_prof_pycode *pc = SP_PUSH(r, pycodes, cap_pycodes);
+		if (!pc)
+			goto oom;
+		memset(pc, 0, sizeof(*pc));
+		pc->id = (uint32_t)sp_cursor_uleb(&c);
+		pc->minor = (uint32_t)sp_cursor_uleb(&c);
+		pc->firstlineno = (int32_t)sp_cursor_sleb(&c);
+		pc->flags = (uint32_t)sp_cursor_uleb(&c);
+		pc->name = sp_cursor_str(&c);
+		pc->qualname = sp_cursor_str(&c);
+		pc->filename = sp_cursor_str(&c);
+		const uint8_t *lt;
+		size_t n = sp_cursor_blob(&c, &lt);
+		if (n && !c.bad) {
+			pc->linetable = malloc(n);
+			if (!pc->linetable)
+				goto oom;
+			memcpy(pc->linetable, lt, n);
+			pc->linetable_len = n;
+		}
+		if (c.bad || !pc->id) {
+			sp_set_error(p, SP_READ_CORRUPT, "bad Python code record (id %u)", pc->id);
+			return false;
+		}
+		/* an empty qualname is 3.10's: it has none */
+		if (pc->qualname && !pc->qualname[0]) {
+			free(pc->qualname);
+			pc->qualname = NULL;
+		}
+		break;
+	}
+	case SP_REC_PYINFO: {
+		struct sp_prof_pyinfo *pi = SP_PUSH(r, pyinfos, cap_pyinfos);
+		if (!pi)
+			goto oom;
+		pi->version = (uint32_t)sp_cursor_uleb(&c);
+		pi->flags = (uint32_t)sp_cursor_uleb(&c);
+		pi->module = sp_cursor_str(&c);
+		pi->status = sp_cursor_str(&c);
+		pi->time_ns = sp_cursor_uleb(&c);
+		break;
+	}
 	case SP_REC_MARK: {
 		struct sp_prof_mark *mk = SP_PUSH(r, marks, cap_marks);
 		if (!mk)
@@ -410,6 +476,34 @@ const struct sp_prof_range *sp_profile_range(const struct sp_profile *p, uint32_
 	if (id == 0 || id > p->n_ranges)
 		return NULL;
 	return &p->ranges[id - 1];
+}
+
+const struct sp_prof_pycode *sp_profile_pycode(const struct sp_profile *p, uint32_t id)
+{
+	/* sorted by id once read (sp_sort_pycodes) */
+	size_t lo = 0, hi = p->n_pycodes;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->pycodes[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < p->n_pycodes && p->pycodes[lo].id == id ? &p->pycodes[lo] : NULL;
+}
+
+static int sp_pycode_cmp(const void *a, const void *b)
+{
+	const struct sp_prof_pycode *x = a, *y = b;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+/* The sampler numbers code objects as it meets them on any thread, and each
+ * thread's records reach the file in its own order. */
+static void sp_sort_pycodes(struct sp_profile *p)
+{
+	if (p->n_pycodes > 1)
+		qsort(p->pycodes, p->n_pycodes, sizeof(*p->pycodes), sp_pycode_cmp);
 }
 
 const struct sp_prof_window *sp_profile_window(const struct sp_profile *p, uint64_t time_ns)
@@ -710,6 +804,7 @@ struct sp_profile *sp_profile_read(const char *path, char *err, size_t errlen)
 		errno = EINVAL;
 		goto fail;
 	}
+	sp_sort_pycodes(p);
 	if (!sp_make_windows(p)) {
 		if (err)
 			snprintf(err, errlen, "%s: out of memory", path);
@@ -759,5 +854,11 @@ void sp_profile_free(struct sp_profile *p)
 	free(p->jits);
 	free(p->marks);
 	free(p->windows);
+	for (size_t i = 0; i < p->n_pycodes; i++)
+		sp_pycode_release(&p->pycodes[i]);
+	for (size_t i = 0; i < p->n_pyinfos; i++)
+		sp_pyinfo_release(&p->pyinfos[i]);
+	free(p->pycodes);
+	free(p->pyinfos);
 	free(p);
 }

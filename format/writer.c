@@ -237,6 +237,33 @@ int sp_writer_stats(struct sp_writer *w, const struct sp_prof_stats *s)
 	return sp_writer_emit(w, SP_REC_STATS);
 }
 
+int sp_writer_pycode(struct sp_writer *w, const struct sp_prof_pycode *c)
+{
+	struct sp_buf *b = &w->rec;
+	sp_buf_reset(b);
+	sp_buf_put_uleb(b, c->id);
+	sp_buf_put_uleb(b, c->minor);
+	sp_buf_put_sleb(b, c->firstlineno);
+	sp_buf_put_uleb(b, c->flags);
+	sp_buf_put_str(b, c->name);
+	sp_buf_put_str(b, c->qualname);
+	sp_buf_put_str(b, c->filename);
+	sp_buf_put_blob(b, c->linetable, c->linetable_len);
+	return sp_writer_emit(w, SP_REC_PYCODE);
+}
+
+int sp_writer_pyinfo(struct sp_writer *w, const struct sp_prof_pyinfo *i)
+{
+	struct sp_buf *b = &w->rec;
+	sp_buf_reset(b);
+	sp_buf_put_uleb(b, i->version);
+	sp_buf_put_uleb(b, i->flags);
+	sp_buf_put_str(b, i->module);
+	sp_buf_put_str(b, i->status);
+	sp_buf_put_uleb(b, i->time_ns);
+	return sp_writer_emit(w, SP_REC_PYINFO);
+}
+
 int sp_writer_mark(struct sp_writer *w, const struct sp_prof_mark *m)
 {
 	sp_buf_put_uleb(&w->rec, m->kind);
