@@ -455,6 +455,15 @@ bool sp_cli_load(const char *path, const struct sp_model_opts *mo, struct sp_cli
 	return in->model != NULL;
 }
 
+struct sp_view *sp_cli_view(const char *path, const struct sp_model *m, enum sp_rollup_by by)
+{
+	struct sp_view *v =
+	    sp_view_new(m, by == SP_ROLLUP_MODULE_PATH ? SP_VIEW_MODULE_PATH : SP_VIEW_OP);
+	if (!v)
+		sp_cli_error("%s: %s", path, strerror(errno));
+	return v;
+}
+
 bool sp_cli_partial(const struct sp_cli_input *in)
 {
 	return in->prof && in->prof->status != SP_READ_OK;

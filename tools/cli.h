@@ -35,6 +35,8 @@
 #include "label.h"
 #include "model.h"
 #include "profile.h"
+#include "rollup.h"
+#include "view.h"
 
 #define SP_EXIT_OK    0
 #define SP_EXIT_ERROR 1
@@ -279,6 +281,13 @@ struct sp_cli_input {
  * made stays in *in for sp_cli_unload, which takes a zeroed *in too.
  */
 bool sp_cli_load(const char *path, const struct sp_model_opts *mo, struct sp_cli_input *in);
+/*
+ * The view of model m (read from path) by operator (SP_ROLLUP_OP) or module
+ * path (SP_ROLLUP_MODULE_PATH); see view.h. On failure prints why and
+ * returns NULL. Free it with sp_view_free() before the model.
+ */
+struct sp_view *sp_cli_view(const char *path, const struct sp_model *m, enum sp_rollup_by by);
+
 /* Whether in's profile was cut off (its output is then not a clean run's). */
 bool sp_cli_partial(const struct sp_cli_input *in);
 void sp_cli_unload(struct sp_cli_input *in);
