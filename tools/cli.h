@@ -144,6 +144,7 @@ enum {
 	SP_OPT_METRIC,
 	SP_OPT_PER_THREAD,
 	SP_OPT_INLINE_MARK,
+	SP_OPT_ALL_SAMPLES,
 };
 
 /* Their table entries; each help text exists only here. */
@@ -204,6 +205,10 @@ enum {
 	    {SP_OPT_RANGE, 0, "range", "NAME", "keep only samples inside a range named NAME"},     \
 	    {SP_OPT_NO_RANGES, 0, "no-ranges", NULL, "leave named ranges out"},                    \
 	    {SP_OPT_NO_INLINE, 0, "no-inline", NULL, "one frame per address: no inlined frames"},  \
+	    {SP_OPT_ALL_SAMPLES, 0, "all-samples", NULL,                                           \
+	     "keep samples outside the program's profile() windows\n"                              \
+	     "(stackprof.profile(), stackprof_window_begin); by\n"                                 \
+	     "default a profile with windows shows only theirs"},                                  \
 	    {SP_OPT_BASENAMES, 0, "basenames", NULL, "file names without directories"},            \
 	    {SP_OPT_STRIP_PATH, 0, "strip-path", "PREFIX",                                         \
 	     "remove PREFIX from the start of file names; 'auto'\n"                                \
