@@ -25,8 +25,8 @@ EOF
 "$SP" run --no-summary -o /dev/null -- "$PY" where.py >where.txt 2>&1
 rc=$?
 cat where.txt
-check "the program imports stackprof with no PYTHONPATH set" \
-	[ $rc -eq 0 ] && grep -qx "package $SP_SOURCE_DIR/python" where.txt
+imported() { [ $rc -eq 0 ] && grep -qx "package $SP_SOURCE_DIR/python" where.txt; }
+check "the program imports stackprof with no PYTHONPATH set" imported
 check "and the package sees the preloaded sampler" grep -qx 'active True' where.txt
 
 PYTHONPATH=/opt/elsewhere:/opt/more "$SP" run --no-summary -o /dev/null -- "$PY" where.py >where2.txt 2>&1
@@ -41,8 +41,8 @@ cp "$SP_SOURCE_DIR"/python/stackprof/*.py inst/python/stackprof/
 echo 'MARKER = "installed"' >>inst/python/stackprof/__init__.py
 inst/bin/stackprof run --no-summary -o /dev/null -- "$PY" where.py >where3.txt 2>&1
 cat where3.txt
-check "an installed tree imports its own package (<bindir>/../python)" \
-	grep -qx "package $TMP/inst/python" where3.txt && grep -qx 'marker installed' where3.txt
+installed() { grep -qx "package $TMP/inst/python" where3.txt && grep -qx 'marker installed' where3.txt; }
+check "an installed tree imports its own package (<bindir>/../python)" installed
 
 # windows: work before the block is sampled but left out of the views
 cat >win.py <<'EOF'
@@ -62,8 +62,8 @@ cat win.err
 total=$(awk '/samples, .* of CPU/ { print $2; exit }' win.err)
 outside=$(awk '/were outside the program.s profile\(\) windows/ { print $2; exit }' win.err)
 say "run summary: $outside of $total samples outside the window"
-check "the summary counts the samples outside the window (~300 of ~500)" \
-	[ -n "$outside" ] && [ "$outside" -ge 200 ] && [ "$outside" -lt "$total" ]
+counted() { [ -n "$outside" ] && [ "$outside" -ge 200 ] && [ "$outside" -lt "$total" ]; }
+check "the summary counts the samples outside the window (~300 of ~500)" counted
 "$SP" top win.prof --row-limit 1 >in.txt
 "$SP" top win.prof --row-limit 1 --all-samples >all.txt
 "$SP" table win.prof --all-samples --row-limit 1 >all-table.txt
