@@ -136,7 +136,7 @@ int sp_diff_write(const struct sp_model *base, const struct sp_model *cur,
 	if (scale != 1)
 		fprintf(out, " (normalized: new values x %.4f)", scale);
 	fprintf(out, "\ncomparing %s time per %s", o->total ? "total" : "self",
-		(const char *[]){"function", "file", "module", "thread"}[o->by]);
+		sp_rollup_by_noun(o->by, false));
 	if (o->threshold_pct > 0)
 		fprintf(out, "; changes within %.2f%% of the base total are unchanged",
 			o->threshold_pct);

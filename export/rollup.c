@@ -1,5 +1,6 @@
 #include "rollup.h"
 #include "label.h"
+#include "view.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -8,13 +9,23 @@
 
 int sp_rollup_by_parse(const char *s, enum sp_rollup_by *out)
 {
-	static const char *const names[] = {"function", "file", "module", "thread"};
+	static const char *const names[] = {"function", "file", "module",
+					    "thread",	"op",	"module-path"};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strcmp(s, names[i])) {
 			*out = (enum sp_rollup_by)i;
 			return 0;
 		}
 	return -EINVAL;
+}
+
+const char *sp_rollup_by_noun(enum sp_rollup_by by, bool plural)
+{
+	static const char *const nouns[][2] = {
+	    {"function", "functions"}, {"file", "files"},	  {"module", "modules"},
+	    {"thread", "threads"},     {"operator", "operators"}, {"module path", "module paths"},
+	};
+	return nouns[by][plural];
 }
 
 /* The key text of frame f, or NULL when f has no key under by. */
@@ -78,6 +89,18 @@ int sp_rollup_build(struct sp_rollup *r, const struct sp_model *m, enum sp_rollu
 	size_t *stamp = NULL; /* per row: the last stack counted in total, + 1 */
 	char tmp[512];
 	int err = -ENOMEM;
+	if (by == SP_ROLLUP_OP || by == SP_ROLLUP_MODULE_PATH) {
+		/* the view's frames are the keys: a function rollup of the view */
+		struct sp_view *v =
+		    sp_view_new(m, by == SP_ROLLUP_OP ? SP_VIEW_OP : SP_VIEW_MODULE_PATH);
+		if (!v) {
+			memset(r, 0, sizeof(*r));
+			return -ENOMEM;
+		}
+		err = sp_rollup_build(r, sp_view_model(v), SP_ROLLUP_FUNCTION);
+		sp_view_free(v);
+		return err;
+	}
 	memset(r, 0, sizeof(*r));
 	r->names_ = sp_labels_new(NULL);
 	if (!r->names_)

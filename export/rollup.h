@@ -5,11 +5,15 @@
  * frame has the key, total counts samples where any frame has it, once per
  * sample however often it recurs. Range, thread and "[truncated]" frames
  * count as functions (named ranges are what record_function users look
- * for) but have no file or module. Not async-signal-safe.
+ * for) but have no file or module. By operator and by module path, the
+ * keys are the frames of the model's view (view.h): self time is the
+ * innermost operator's or module's, total time every enclosing one's.
+ * Not async-signal-safe.
  */
 #ifndef SP_EXPORT_ROLLUP_H
 #define SP_EXPORT_ROLLUP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,9 +21,11 @@
 
 enum sp_rollup_by {
 	SP_ROLLUP_FUNCTION = 0,
-	SP_ROLLUP_FILE,	  /* source file; "[module]" or "[unknown]" when there is none */
-	SP_ROLLUP_MODULE, /* module basename; "[jit]" for JIT code, "[unknown]" else */
-	SP_ROLLUP_THREAD, /* "name-tid": self and total are the thread's samples */
+	SP_ROLLUP_FILE,	       /* source file; "[module]" or "[unknown]" when there is none */
+	SP_ROLLUP_MODULE,      /* module basename; "[jit]" for JIT code, "[unknown]" else */
+	SP_ROLLUP_THREAD,      /* "name-tid": self and total are the thread's samples */
+	SP_ROLLUP_OP,	       /* aten operator: the view of view.h, "[no operator]" outside any */
+	SP_ROLLUP_MODULE_PATH, /* nn.Module path (view.h): "ResNet/layer1/0/conv1", "[no module]" */
 };
 
 struct sp_rollup_row {
@@ -35,7 +41,10 @@ struct sp_rollup {
 	struct sp_labels *names_; /* private: interned key strings */
 };
 
-/* Parses "function", "file", "module" or "thread". 0 or -EINVAL. */
+/* The key's noun, plural ("functions", "operators") or singular ("function"). */
+const char *sp_rollup_by_noun(enum sp_rollup_by by, bool plural);
+
+/* Parses "function", "file", "module", "thread", "op" or "module-path". 0 or -EINVAL. */
 int sp_rollup_by_parse(const char *s, enum sp_rollup_by *out);
 
 /* Fills r from m. 0 or -ENOMEM; release r either way. */

@@ -65,12 +65,6 @@ static int sp_top_cmp(const void *a, const void *b)
 	return c ? c : (i > j) - (i < j);
 }
 
-static const char *sp_by_noun(enum sp_rollup_by by)
-{
-	static const char *const nouns[] = {"functions", "files", "modules", "threads"};
-	return nouns[by];
-}
-
 /* Names go last on the line; control characters would break it. */
 static void sp_put_name(FILE *out, const char *s)
 {
@@ -110,7 +104,8 @@ int sp_top_write(const struct sp_model *m, const struct sp_top_opts *o, FILE *ou
 	size_t shown = o->top && o->top < n ? o->top : n;
 
 	fprintf(out, "%zu of %zu %s, %s CPU in %" PRIu64 " samples\n", shown, r.n_rows,
-		sp_by_noun(o->by), sp_textfmt_time(t1, sizeof(t1), r.total_ns), r.total_samples);
+		sp_rollup_by_noun(o->by, true), sp_textfmt_time(t1, sizeof(t1), r.total_ns),
+		r.total_samples);
 	fprintf(out, "%12s  %7s  %12s  %7s  %8s  %s\n", "Self", "Self %", "Total", "Total %",
 		"Samples", "Name");
 	err = 0;

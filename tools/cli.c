@@ -298,6 +298,9 @@ int sp_cli_filter(struct sp_cli_args *a, int key, struct sp_cli_filters *f)
 	case SP_OPT_NO_RANGES:
 		mo->no_ranges = true;
 		return 1;
+	case SP_OPT_ALL_SAMPLES:
+		mo->all_samples = true;
+		return 1;
 	case SP_OPT_NO_INLINE:
 		mo->sym_flags |= SP_SYM_NO_INLINE;
 		return 1;
@@ -453,6 +456,15 @@ bool sp_cli_load(const char *path, const struct sp_model_opts *mo, struct sp_cli
 		return false;
 	in->model = sp_cli_build_model(path, in->prof, mo);
 	return in->model != NULL;
+}
+
+struct sp_view *sp_cli_view(const char *path, const struct sp_model *m, enum sp_rollup_by by)
+{
+	struct sp_view *v =
+	    sp_view_new(m, by == SP_ROLLUP_MODULE_PATH ? SP_VIEW_MODULE_PATH : SP_VIEW_OP);
+	if (!v)
+		sp_cli_error("%s: %s", path, strerror(errno));
+	return v;
 }
 
 bool sp_cli_partial(const struct sp_cli_input *in)

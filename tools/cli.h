@@ -35,6 +35,8 @@
 #include "label.h"
 #include "model.h"
 #include "profile.h"
+#include "rollup.h"
+#include "view.h"
 
 #define SP_EXIT_OK    0
 #define SP_EXIT_ERROR 1
@@ -142,6 +144,7 @@ enum {
 	SP_OPT_METRIC,
 	SP_OPT_PER_THREAD,
 	SP_OPT_INLINE_MARK,
+	SP_OPT_ALL_SAMPLES,
 };
 
 /* Their table entries; each help text exists only here. */
@@ -202,6 +205,10 @@ enum {
 	    {SP_OPT_RANGE, 0, "range", "NAME", "keep only samples inside a range named NAME"},     \
 	    {SP_OPT_NO_RANGES, 0, "no-ranges", NULL, "leave named ranges out"},                    \
 	    {SP_OPT_NO_INLINE, 0, "no-inline", NULL, "one frame per address: no inlined frames"},  \
+	    {SP_OPT_ALL_SAMPLES, 0, "all-samples", NULL,                                           \
+	     "keep samples outside the program's profile() windows\n"                              \
+	     "(stackprof.profile(), stackprof_window_begin); by\n"                                 \
+	     "default a profile with windows shows only theirs"},                                  \
 	    {SP_OPT_BASENAMES, 0, "basenames", NULL, "file names without directories"},            \
 	    {SP_OPT_STRIP_PATH, 0, "strip-path", "PREFIX",                                         \
 	     "remove PREFIX from the start of file names; 'auto'\n"                                \
@@ -279,6 +286,13 @@ struct sp_cli_input {
  * made stays in *in for sp_cli_unload, which takes a zeroed *in too.
  */
 bool sp_cli_load(const char *path, const struct sp_model_opts *mo, struct sp_cli_input *in);
+/*
+ * The view of model m (read from path) by operator (SP_ROLLUP_OP) or module
+ * path (SP_ROLLUP_MODULE_PATH); see view.h. On failure prints why and
+ * returns NULL. Free it with sp_view_free() before the model.
+ */
+struct sp_view *sp_cli_view(const char *path, const struct sp_model *m, enum sp_rollup_by by);
+
 /* Whether in's profile was cut off (its output is then not a clean run's). */
 bool sp_cli_partial(const struct sp_cli_input *in);
 void sp_cli_unload(struct sp_cli_input *in);

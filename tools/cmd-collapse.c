@@ -9,10 +9,22 @@
 #include "collapse.h"
 #include "commands.h"
 #include "model.h"
+#include "view.h"
+
+enum {
+	OPT_OPS = 256,
+};
 
 static const struct sp_cli_opt sp_collapse_opts[] = {
-    SP_CLI_OPT_OUTPUT,	      SP_CLI_OPT_METRIC,      SP_CLI_OPT_FRAME("'func (file:line)'"),
-    SP_CLI_OPT_PER_THREAD,    SP_CLI_OPT_INLINE_MARK, SP_CLI_OPTS_FILTERS,
+    SP_CLI_OPT_OUTPUT,
+    SP_CLI_OPT_METRIC,
+    SP_CLI_OPT_FRAME("'func (file:line)'"),
+    SP_CLI_OPT_PER_THREAD,
+    SP_CLI_OPT_INLINE_MARK,
+    {OPT_OPS, 0, "ops", NULL,
+     "stacks of aten operators only (aten::conv2d;...),\n"
+     "'[no operator]' for samples outside every operator"},
+    SP_CLI_OPTS_FILTERS,
     {0, 0, NULL, NULL, NULL},
 };
 
@@ -24,12 +36,15 @@ static const struct sp_cli_cmd sp_collapse_cmd = {
 	     "export_stacks format, read by flamegraph.pl, speedscope and inferno).\n"
 	     "Spaces, ';', tabs and newlines inside a frame become '_'. File names\n"
 	     "are kept whole, as export_stacks keeps them (--strip-path auto\n"
-	     "shortens them).\n",
+	     "shortens them). With --ops, the frames are the aten operators on each\n"
+	     "stack (at::_ops::NAME::call, named aten::NAME), outermost first: a flame\n"
+	     "graph of the model's operators.\n",
     .opts = sp_collapse_opts,
     .more = "examples:\n"
 	    "  stackprof collapse rn.prof > rn.folded && flamegraph.pl rn.folded > rn.svg\n"
 	    "  stackprof collapse --frame func --per-thread rn.prof | sort -k2 -n | tail\n"
-	    "  stackprof collapse --metric samples --range 'LINEAR PASS' rn.prof\n",
+	    "  stackprof collapse --metric samples --range 'LINEAR PASS' rn.prof\n"
+	    "  stackprof collapse --ops torch.prof > ops.folded\n",
 };
 
 int sp_cmd_collapse(int argc, char **argv)
@@ -39,6 +54,9 @@ int sp_cmd_collapse(int argc, char **argv)
 	struct sp_cli_args a;
 	const char *output = "-";
 	struct sp_cli_input in = {0};
+	struct sp_view *view = NULL;
+	const struct sp_model *model;
+	bool ops = false;
 	FILE *out = NULL;
 	int rc = SP_EXIT_USAGE, c;
 
@@ -63,6 +81,9 @@ int sp_cmd_collapse(int argc, char **argv)
 		case SP_OPT_INLINE_MARK:
 			co.label.inline_mark = true;
 			break;
+		case OPT_OPS:
+			ops = true;
+			break;
 		default:
 			if (sp_cli_filter(&a, c, &flt) < 0)
 				goto out;
@@ -79,12 +100,20 @@ int sp_cmd_collapse(int argc, char **argv)
 	rc = SP_EXIT_ERROR;
 	if (!sp_cli_load(a.operands[0], &flt.mo, &in))
 		goto out;
+	model = in.model;
+	if (ops) {
+		view = sp_cli_view(a.operands[0], in.model, SP_ROLLUP_OP);
+		if (!view)
+			goto out;
+		model = sp_view_model(view);
+	}
 	out = sp_cli_open_output(output);
 	if (!out)
 		goto out;
-	int err = sp_collapse_write(in.model, &co, out);
+	int err = sp_collapse_write(model, &co, out);
 	rc = sp_cli_end_output(out, output, err, sp_cli_partial(&in));
 out:
+	sp_view_free(view);
 	sp_cli_unload(&in);
 	sp_cli_filters_release(&flt);
 	sp_cli_args_release(&a);

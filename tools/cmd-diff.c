@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "diff.h"
 #include "model.h"
+#include "view.h"
 
 enum {
 	OPT_COMPARE = 256,
@@ -25,7 +26,10 @@ static const struct sp_cli_opt sp_diff_opts[] = {
     SP_CLI_OPT_SORT_BY("delta (default: biggest growth first), abs, base, new,\nname"),
     SP_CLI_OPT_ROW_LIMIT("default: all"),
     {OPT_COMPARE, 0, "compare", "self|total", "compare self time (default) or total time"},
-    {OPT_AGGREGATE, 0, "aggregate-by", "KEY", "function (default), file, module or thread"},
+    {OPT_AGGREGATE, 0, "aggregate-by", "KEY",
+     "function (default), file, module, thread, op (aten\n"
+     "operators) or module-path (nn.Module paths); with\n"
+     "--collapsed, op and module-path fold their stacks"},
     {OPT_THRESHOLD, 0, "threshold", "P",
      "changes within P% of the base total count as unchanged\n(default 0)"},
     {OPT_NORMALIZE, 0, "normalize", NULL, "scale NEW to BASE's total CPU time first"},
@@ -52,6 +56,7 @@ static const struct sp_cli_cmd sp_diff_cmd = {
     .more = "examples:\n"
 	    "  stackprof diff before.prof after.prof --threshold 0.5\n"
 	    "  stackprof diff before.prof after.prof --sort-by abs --row-limit 20 --normalize\n"
+	    "  stackprof diff --aggregate-by op --normalize resnet-a.prof resnet-b.prof\n"
 	    "  stackprof diff --collapsed --frame func before.prof after.prof > d.folded\n"
 	    "  flamegraph.pl d.folded > diff.svg   # or: stackprof flamegraph --diff\n",
 };
@@ -65,6 +70,8 @@ int sp_cmd_diff(int argc, char **argv)
 	bool collapsed = false;
 	const char *output = "-";
 	struct sp_cli_input in[2] = {{0}, {0}};
+	struct sp_view *views[2] = {NULL, NULL};
+	const struct sp_model *models[2];
 	FILE *out = NULL;
 	char *end;
 	int rc = SP_EXIT_USAGE, c;
@@ -94,8 +101,8 @@ int sp_cmd_diff(int argc, char **argv)
 		case OPT_AGGREGATE:
 			if (sp_rollup_by_parse(a.value, &dopt.by)) {
 				sp_cli_bad(&a,
-					   "--aggregate-by: '%s' is not function, file, module or "
-					   "thread",
+					   "--aggregate-by: '%s' is not function, file, module, "
+					   "thread, op or module-path",
 					   a.value);
 				goto out;
 			}
@@ -145,20 +152,31 @@ int sp_cmd_diff(int argc, char **argv)
 		goto out;
 
 	rc = SP_EXIT_ERROR;
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 2; i++) {
 		if (!sp_cli_load(a.operands[i], &flt.mo, &in[i]))
 			goto out;
+		models[i] = in[i].model;
+		/* the table's rollup makes its own; the folded stacks need the view */
+		if (collapsed && (dopt.by == SP_ROLLUP_OP || dopt.by == SP_ROLLUP_MODULE_PATH)) {
+			views[i] = sp_cli_view(a.operands[i], in[i].model, dopt.by);
+			if (!views[i])
+				goto out;
+			models[i] = sp_view_model(views[i]);
+		}
+	}
 	dopt.base_name = a.operands[0];
 	dopt.new_name = a.operands[1];
 	out = sp_cli_open_output(output);
 	if (!out)
 		goto out;
-	int err = collapsed ? sp_collapse_write_diff(in[0].model, in[1].model, &co, out)
-			    : sp_diff_write(in[0].model, in[1].model, &dopt, out);
+	int err = collapsed ? sp_collapse_write_diff(models[0], models[1], &co, out)
+			    : sp_diff_write(models[0], models[1], &dopt, out);
 	rc = sp_cli_end_output(out, output, err, sp_cli_partial(&in[0]) || sp_cli_partial(&in[1]));
 out:
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 2; i++) {
+		sp_view_free(views[i]);
 		sp_cli_unload(&in[i]);
+	}
 	sp_cli_filters_release(&flt);
 	sp_cli_args_release(&a);
 	return rc;

@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "flamegraph.h"
 #include "model.h"
+#include "view.h"
 
 enum {
 	OPT_TITLE = 256,
@@ -19,6 +20,7 @@ enum {
 	OPT_MINWIDTH,
 	OPT_DIFF,
 	OPT_NORMALIZE,
+	OPT_OPS,
 };
 
 static const struct sp_cli_opt sp_flamegraph_opts[] = {
@@ -34,6 +36,9 @@ static const struct sp_cli_opt sp_flamegraph_opts[] = {
      "differential graph against the profile BASE: widths\nfrom PROFILE, red where it grew, "
      "blue where it shrank"},
     {OPT_NORMALIZE, 0, "normalize", NULL, "with --diff, scale BASE to PROFILE's total first"},
+    {OPT_OPS, 0, "ops", NULL,
+     "a graph of aten operators only (as collapse --ops):\n"
+     "the model's operators, '[no operator]' for the rest"},
     SP_CLI_OPT_METRIC,
     SP_CLI_OPT_FRAME("'func (file:line)'"),
     SP_CLI_OPT_INLINE_MARK,
@@ -56,7 +61,8 @@ static const struct sp_cli_cmd sp_flamegraph_cmd = {
     .more = "examples:\n"
 	    "  stackprof flamegraph rn.prof -o rn.svg\n"
 	    "  stackprof flamegraph rn.prof --frame func --reverse --title ResNet18 -o icicle.svg\n"
-	    "  stackprof flamegraph after.prof --diff before.prof --normalize -o diff.svg\n",
+	    "  stackprof flamegraph after.prof --diff before.prof --normalize -o diff.svg\n"
+	    "  stackprof flamegraph torch.prof --ops --title 'ResNet18 operators' -o ops.svg\n",
 };
 
 /* "2", "0.5px" or "0.1%". */
@@ -79,6 +85,9 @@ int sp_cmd_flamegraph(int argc, char **argv)
 	struct sp_cli_args a;
 	const char *output = "-", *base_path = NULL;
 	struct sp_cli_input in = {0}, base = {0};
+	struct sp_view *views[2] = {NULL, NULL};
+	const struct sp_model *models[2];
+	bool ops = false;
 	FILE *out = NULL;
 	unsigned long v;
 	int rc = SP_EXIT_USAGE, c;
@@ -120,6 +129,9 @@ int sp_cmd_flamegraph(int argc, char **argv)
 		case OPT_NORMALIZE:
 			fo.normalize = true;
 			break;
+		case OPT_OPS:
+			ops = true;
+			break;
 		case SP_OPT_METRIC:
 			if (!sp_cli_metric(&a, &fo.metric))
 				goto out;
@@ -158,13 +170,25 @@ int sp_cmd_flamegraph(int argc, char **argv)
 	if (!in.model->total_samples)
 		sp_cli_warn("%s: no samples%s; the graph is empty", a.operands[0],
 			    flt.mo.n_tids || flt.mo.range ? " match the filters" : "");
+	models[0] = in.model;
+	models[1] = base.model;
+	if (ops) {
+		views[0] = sp_cli_view(a.operands[0], in.model, SP_ROLLUP_OP);
+		views[1] = base_path ? sp_cli_view(base_path, base.model, SP_ROLLUP_OP) : NULL;
+		if (!views[0] || (base_path && !views[1]))
+			goto out;
+		models[0] = sp_view_model(views[0]);
+		models[1] = views[1] ? sp_view_model(views[1]) : NULL;
+	}
 	out = sp_cli_open_output(output);
 	if (!out)
 		goto out;
-	int err = sp_flamegraph_write(in.model, base.model, &fo, out);
+	int err = sp_flamegraph_write(models[0], models[1], &fo, out);
 	/* a cut-off profile still drew what it had, but the run must not look clean */
 	rc = sp_cli_end_output(out, output, err, sp_cli_partial(&in) || sp_cli_partial(&base));
 out:
+	sp_view_free(views[0]);
+	sp_view_free(views[1]);
 	sp_cli_unload(&in);
 	sp_cli_unload(&base);
 	sp_cli_filters_release(&flt);

@@ -43,6 +43,7 @@ enum {
 	OPT_NO_SUMMARY,
 	OPT_SCHEDULE,
 	OPT_PAUSED,
+	OPT_ALL_SAMPLES,
 };
 
 static const struct sp_cli_opt sp_run_opts[] = {
@@ -94,6 +95,8 @@ static const struct sp_cli_opt sp_run_opts[] = {
     {OPT_NO_SUMMARY, 0, "no-summary", NULL, "print nothing but errors"},
     {OPT_SCHEDULE, 0, "schedule", "W,U,A[,R]", "sample only active steps (needs stackprof_step())"},
     {OPT_PAUSED, 0, "paused", NULL, "start with sampling off (stackprof_start() turns it on)"},
+    {OPT_ALL_SAMPLES, 0, "all-samples", NULL,
+     "summarize samples outside the program's profile()\nwindows too"},
     {0, 0, NULL, NULL, NULL},
 };
 
@@ -131,7 +134,10 @@ static const struct sp_cli_cmd sp_run_cmd = {
 	    "                        and '!error ERRNO PATH' if writing it failed\n"
 	    "  STACKPROF_LIB         (for this command) path of libstackprof.so to preload\n"
 	    "this command also sets DNNL_JIT_PROFILE=2 unless set, so oneDNN's JIT kernels\n"
-	    "are named (from /tmp/perf-<pid>.map, copied into the profile).\n"
+	    "are named (from /tmp/perf-<pid>.map, copied into the profile), and puts the\n"
+	    "stackprof Python package first on PYTHONPATH, so that a script can\n"
+	    "`import stackprof` (without run: PYTHONPATH=<checkout>/python, or\n"
+	    "pip install ./python).\n"
 	    "\n"
 	    "examples:\n"
 	    "  stackprof run -- ./resnet18 --batch 8\n"
@@ -146,7 +152,7 @@ struct sp_run_opts {
 	const char *out;
 	const char *freq, *timer, *unwind, *max_depth, *flush_ms, *schedule;
 	unsigned long top;
-	bool summary, paused;
+	bool summary, paused, all_samples;
 };
 
 /* A write error a profiled process reported in the manifest. */
@@ -250,6 +256,9 @@ static bool sp_run_parse(struct sp_run *r, struct sp_cli_args *a)
 		}
 		case OPT_PAUSED:
 			o->paused = true;
+			break;
+		case OPT_ALL_SAMPLES:
+			o->all_samples = true;
 			break;
 		}
 	}
@@ -395,6 +404,44 @@ static bool sp_find_lib(char *out, size_t cap)
 	return false;
 }
 
+/*
+ * The directory holding the stackprof Python package: <bindir>/../python,
+ * where an installed tree keeps it next to bin/ (and where a build directory
+ * inside the checkout finds the checkout's), else the checkout this binary
+ * was built from (SP_PYTHON_DIR). False if neither has the package.
+ */
+static bool sp_find_python_dir(char *out, size_t cap)
+{
+	char self[PATH_MAX], pkg[PATH_MAX + 64];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *slash = NULL;
+	if (n > 0) {
+		self[n] = '\0';
+		slash = strrchr(self, '/');
+	}
+	if (slash) {
+		*slash = '\0';
+		snprintf(pkg, sizeof(pkg), "%s/../python/stackprof/__init__.py", self);
+		int len = snprintf(out, cap, "%s/../python", self);
+		if (access(pkg, R_OK) == 0 && len > 0 && (size_t)len < cap) {
+			char *real = realpath(out, NULL);
+			if (real) {
+				snprintf(out, cap, "%s", real);
+				free(real);
+			}
+			return true;
+		}
+	}
+#ifdef SP_PYTHON_DIR
+	snprintf(pkg, sizeof(pkg), "%s/stackprof/__init__.py", SP_PYTHON_DIR);
+	if (access(pkg, R_OK) == 0) {
+		snprintf(out, cap, "%s", SP_PYTHON_DIR);
+		return true;
+	}
+#endif
+	return false;
+}
+
 static int sp_setenv_checked(const char *k, const char *v)
 {
 	if (v && setenv(k, v, 1) < 0) {
@@ -429,6 +476,20 @@ static int sp_run_prepare(struct sp_run *r)
 		return SP_EXIT_ERROR;
 	snprintf(preload, plen, "%s%s%s", r->lib, old && *old ? ":" : "", old ? old : "");
 	r->set_jit = !getenv("DNNL_JIT_PROFILE");
+	/* `import stackprof` works in the program, ahead of any other copy */
+	char pydir[PATH_MAX];
+	char *pypath = NULL;
+	if (sp_find_python_dir(pydir, sizeof(pydir))) {
+		const char *oldpp = getenv("PYTHONPATH");
+		size_t n = strlen(pydir) + (oldpp ? strlen(oldpp) : 0) + 2;
+		pypath = malloc(n);
+		if (!pypath) {
+			free(preload);
+			return SP_EXIT_ERROR;
+		}
+		snprintf(pypath, n, "%s%s%s", pydir, oldpp && *oldpp ? ":" : "",
+			 oldpp && *oldpp ? oldpp : "");
+	}
 	int bad = sp_setenv_checked("LD_PRELOAD", preload) ||
 		  sp_setenv_checked("STACKPROF_MANIFEST", r->manifest) ||
 		  sp_setenv_checked("STACKPROF_OUT", o->out) ||
@@ -439,8 +500,10 @@ static int sp_run_prepare(struct sp_run *r)
 		  sp_setenv_checked("STACKPROF_FLUSH_MS", o->flush_ms) ||
 		  sp_setenv_checked("STACKPROF_SCHEDULE", o->schedule) ||
 		  sp_setenv_checked("STACKPROF_START", o->paused ? "0" : NULL) ||
-		  sp_setenv_checked("DNNL_JIT_PROFILE", r->set_jit ? "2" : NULL);
+		  sp_setenv_checked("DNNL_JIT_PROFILE", r->set_jit ? "2" : NULL) ||
+		  sp_setenv_checked("PYTHONPATH", pypath);
 	free(preload);
+	free(pypath);
 	return bad ? SP_EXIT_ERROR : SP_EXIT_OK;
 }
 
@@ -682,11 +745,17 @@ static void sp_print_summary(const char *path, const struct sp_run_opts *o)
 	struct sp_model_opts mo;
 	memset(&mo, 0, sizeof(mo));
 	mo.no_ranges = true;
+	mo.all_samples = o->all_samples;
 	struct sp_model *m = sp_cli_build_model(path, p, &mo);
 	struct sp_summary s;
 	sp_summary_compute(p, m, &s);
 	fprintf(stderr, "stackprof: %s (pid %d)\n", p->header.cmdline, p->header.pid);
 	sp_summary_print_counts(stderr, p, &s, "stackprof: ");
+	if (m && m->outside_windows)
+		fprintf(stderr,
+			"stackprof: %llu of %llu samples were outside the program's profile() "
+			"windows: left out of the views (--all-samples keeps them)\n",
+			(unsigned long long)m->outside_windows, (unsigned long long)s.samples);
 	if (m && o->top)
 		sp_summary_print_top(stderr, m, o->top, "  ");
 	sp_model_free(m);

@@ -9,9 +9,20 @@
 #include "commands.h"
 #include "model.h"
 #include "table.h"
+#include "view.h"
+
+enum {
+	OPT_AGGREGATE = 256,
+};
 
 static const struct sp_cli_opt sp_table_opts[] = {
-    {'n', 'n', "group-by-stack-n", "N", "group rows by the N innermost frames (default 0)"},
+    {'n', 'n', "group-by-stack-n", "N",
+     "group rows by the N innermost frames (default 0); by\n"
+     "operator, the N innermost operators"},
+    {OPT_AGGREGATE, 0, "aggregate-by", "KEY",
+     "function (default), op (aten operators, torch's\n"
+     "key_averages() rows) or module-path (nn.Module paths\n"
+     "from stackprof.torch.label_modules)"},
     SP_CLI_OPT_SORT_BY("self_cpu_time_total (default), cpu_time_total or count\n"
 		       "(top's self, total and samples are the same keys)"),
     SP_CLI_OPT_ROW_LIMIT("default 100"),
@@ -32,11 +43,22 @@ static const struct sp_cli_cmd sp_table_cmd = {
 	     "sample under recursion); Samples is how many samples CPU total covers.\n"
 	     "Named ranges (record_function) are rows too. A Source Location too long\n"
 	     "for its column is cut in the middle of its path or argument list; the\n"
-	     "function name stays.\n",
+	     "function name stays.\n"
+	     "\n"
+	     "--aggregate-by op makes the rows aten operators, as key_averages() has\n"
+	     "them: a sample's self time is its innermost at::_ops::NAME::call's\n"
+	     "(aten::NAME, whatever code runs under it), its total time every\n"
+	     "operator's on its stack; samples with none are one row, '[no operator]'.\n"
+	     "--aggregate-by module-path makes them nn.Module paths (ResNet/layer1/0),\n"
+	     "self time the innermost module's, total time each enclosing module's;\n"
+	     "samples in none are '[no module]'.\n",
     .opts = sp_table_opts,
     .more = "examples:\n"
 	    "  stackprof table rn.prof --group-by-stack-n 5 --row-limit 5\n"
-	    "  stackprof table rn.prof --sort-by cpu_time_total --row-limit 10\n",
+	    "  stackprof table rn.prof --sort-by cpu_time_total --row-limit 10\n"
+	    "  stackprof table torch.prof --aggregate-by op --row-limit 10\n"
+	    "  stackprof table torch.prof --aggregate-by op --group-by-stack-n 3\n"
+	    "  stackprof table torch.prof --aggregate-by module-path --sort-by cpu_time_total\n",
 };
 
 int sp_cmd_table(int argc, char **argv)
@@ -46,6 +68,9 @@ int sp_cmd_table(int argc, char **argv)
 	struct sp_cli_args a;
 	const char *output = "-";
 	struct sp_cli_input in = {0};
+	enum sp_rollup_by by = SP_ROLLUP_FUNCTION;
+	struct sp_view *view = NULL;
+	const struct sp_model *model;
 	FILE *out = NULL;
 	unsigned long v;
 	int rc = SP_EXIT_USAGE, c;
@@ -72,6 +97,16 @@ int sp_cmd_table(int argc, char **argv)
 			if (!sp_cli_row_limit(&a, &to.row_limit))
 				goto out;
 			break;
+		case OPT_AGGREGATE:
+			if (sp_rollup_by_parse(a.value, &by) ||
+			    (by != SP_ROLLUP_FUNCTION && by != SP_ROLLUP_OP &&
+			     by != SP_ROLLUP_MODULE_PATH)) {
+				sp_cli_bad(
+				    &a, "--aggregate-by: '%s' is not function, op or module-path",
+				    a.value);
+				goto out;
+			}
+			break;
 		case 'o':
 			output = a.value;
 			break;
@@ -91,15 +126,23 @@ int sp_cmd_table(int argc, char **argv)
 	rc = SP_EXIT_ERROR;
 	if (!sp_cli_load(a.operands[0], &flt.mo, &in))
 		goto out;
+	model = in.model;
+	if (by != SP_ROLLUP_FUNCTION) {
+		view = sp_cli_view(a.operands[0], in.model, by);
+		if (!view)
+			goto out;
+		model = sp_view_model(view);
+	}
 	if (!in.model->total_samples)
 		sp_cli_warn("%s: no samples%s", a.operands[0],
 			    flt.mo.n_tids || flt.mo.range ? " match the filters" : "");
 	out = sp_cli_open_output(output);
 	if (!out)
 		goto out;
-	int err = sp_table_write(in.model, &to, out);
+	int err = sp_table_write(model, &to, out);
 	rc = sp_cli_end_output(out, output, err, sp_cli_partial(&in));
 out:
+	sp_view_free(view);
 	sp_cli_unload(&in);
 	sp_cli_filters_release(&flt);
 	sp_cli_args_release(&a);

@@ -28,7 +28,11 @@ static const struct sp_cli_opt sp_top_opts[] = {
 		       "A to Z, +name Z to A; torch's self_cpu_time_total,\n"
 		       "cpu_time_total and count are self, total and samples"),
     {OPT_NAME, 0, "name", "REGEX", "keep names matching the POSIX extended REGEX"},
-    {OPT_AGGREGATE, 0, "aggregate-by", "KEY", "function (default), file, module or thread"},
+    {OPT_AGGREGATE, 0, "aggregate-by", "KEY",
+     "function (default), file, module, thread, op (aten\n"
+     "operators: self time to the innermost, total to every\n"
+     "one on the stack) or module-path (nn.Module paths from\n"
+     "stackprof.torch.label_modules: ResNet/layer1/0/conv1)"},
     {OPT_MIN_TIME, 0, "min-time", "TIME",
      "keep rows with at least TIME self time (10ms, 1.5s,\n200us, 500ns; a bare number is "
      "seconds)"},
@@ -43,16 +47,20 @@ static const struct sp_cli_opt sp_top_opts[] = {
 static const struct sp_cli_cmd sp_top_cmd = {
     .name = "top",
     .synopsis = "[options] PROFILE",
-    .about = "Lists the functions (or files, modules, threads) with the most CPU time,\n"
-	     "in the spirit of MegEngine's profile_analyze. Self time counts samples\n"
-	     "where the function is the leaf; total time samples where it appears at\n"
-	     "all (once per sample under recursion).\n",
+    .about = "Lists the functions (or files, modules, threads, aten operators, nn.Module\n"
+	     "paths) with the most CPU time, in the spirit of MegEngine's profile_analyze.\n"
+	     "Self time counts samples where the function is the leaf; total time\n"
+	     "samples where it appears at all (once per sample under recursion). By\n"
+	     "operator, a sample is its innermost at::_ops::NAME::call's (aten::NAME),\n"
+	     "whatever runs under it; samples with none are '[no operator]'.\n",
     .opts = sp_top_opts,
     .more = "examples:\n"
 	    "  stackprof top rn.prof --row-limit 10\n"
 	    "  stackprof top rn.prof --name '^(conv|gemm)' --sort-by total\n"
 	    "  stackprof top rn.prof --aggregate-by module --percent-above 1\n"
-	    "  stackprof top rn.prof --min-time 10ms --sort-by +self\n",
+	    "  stackprof top rn.prof --min-time 10ms --sort-by +self\n"
+	    "  stackprof top torch.prof --aggregate-by op --row-limit 10\n"
+	    "  stackprof top torch.prof --aggregate-by module-path --sort-by total\n",
 };
 
 int sp_cmd_top(int argc, char **argv)
@@ -101,8 +109,8 @@ int sp_cmd_top(int argc, char **argv)
 		case OPT_AGGREGATE:
 			if (sp_rollup_by_parse(a.value, &to.by)) {
 				sp_cli_bad(&a,
-					   "--aggregate-by: '%s' is not function, file, module or "
-					   "thread",
+					   "--aggregate-by: '%s' is not function, file, module, "
+					   "thread, op or module-path",
 					   a.value);
 				goto out;
 			}

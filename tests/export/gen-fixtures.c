@@ -8,7 +8,9 @@
  * fallback. The names are chosen to break naive output: spaces, ';', a tab
  * and a newline, C++ templates with spaces and commas.
  *
- *   gen-fixtures DIR            base.prof new.prof truncated.prof junk.prof in DIR
+ *   gen-fixtures DIR            base.prof new.prof truncated.prof junk.prof, and
+ *                               ops-base.prof ops-new.prof (a torch model's frames
+ *                               and module ranges) in DIR
  *   gen-fixtures --big FILE SAMPLES STACKS
  *                               a large random-but-seeded profile for speed tests
  */
@@ -238,6 +240,295 @@ static void write_profile(const char *path, int v, uint64_t *flush_bytes)
 	close(fd);
 }
 
+/*
+ * The torch fixtures: a ResNet-like inference under Debian's torch, as
+ * stackprof sees it. Operator frames are named as libtorch_cpu's symbols
+ * demangle (at::_ops::NAME::call with its parameter list, ::redispatch with
+ * the dispatch key set first), plus the forms a DWARF name, a cold clone
+ * and an ABI tag give; two frames only look like operators (at::_ops::relu
+ * inside a kernel wrapper's template arguments, libstdc++'s __ops
+ * namespace). Code between and under the operators is partly unnamed, as in
+ * the stripped libtorch: addresses in a libtorch_cpu.so.1.13 that does not
+ * exist here. The samples carry module ranges (label_modules) with a
+ * record_function range around and inside them.
+ */
+#define TJIT_BASE 0x20000ull
+#define TORCH_LO  0x7f0000000000ull /* the missing libtorch_cpu.so.1.13 */
+#define TORCH_HI  0x7f0004000000ull
+
+enum tfn {
+	T_START,
+	T_MAIN,
+	T_EVAL,
+	T_GIL,
+	T_CONV2D,
+	T_CONV,
+	T_CONV_RD,
+	T_UCONV,
+	T_MKLDNN,
+	T_JITCONV,
+	T_BN,
+	T_BNIMPL,
+	T_NBN,
+	T_EMPTY,
+	T_ALLOC,
+	T_RELU,
+	T_WRAP,
+	T_CLAMP,
+	T_ADD,
+	T_POOL,
+	T_POOLI,
+	T_POOLI_RD,
+	T_SORT,
+	T_MEAN,
+	T_SUM,
+	T_LINEAR,
+	T_ADDMM,
+	T_GEMM,
+	T_SOFTMAX,
+	T_CLONE3,
+	T_THREAD,
+	T_WORKER,
+	T_COUNT,
+	/* unnamed code in the missing libtorch_cpu.so.1.13: its offset is the value */
+	U_DISPATCH = 0x1000,
+	U_VARTYPE = 0x2106530,
+	U_CONVIMPL = 0x1f72280,
+	U_BNKERN = 0x16bde20,
+};
+
+static const char *const tfn_names[T_COUNT] = {
+    [T_START] = "_start",
+    [T_MAIN] = "main",
+    [T_EVAL] = "_PyEval_EvalFrameDefault",
+    [T_GIL] = "take_gil",
+    [T_CONV2D] = "at::_ops::conv2d::call(at::Tensor const&, at::Tensor const&, "
+		 "c10::optional<at::Tensor> const&, c10::ArrayRef<long>, c10::ArrayRef<long>, "
+		 "c10::ArrayRef<long>, long)",
+    [T_CONV] = "at::_ops::convolution::call(at::Tensor const&, at::Tensor const&, "
+	       "c10::optional<at::Tensor> const&, c10::ArrayRef<long>, c10::ArrayRef<long>, "
+	       "c10::ArrayRef<long>, bool, c10::ArrayRef<long>, long)",
+    [T_CONV_RD] = "at::_ops::convolution::redispatch(c10::DispatchKeySet, at::Tensor const&, "
+		  "at::Tensor const&, c10::optional<at::Tensor> const&, c10::ArrayRef<long>, "
+		  "c10::ArrayRef<long>, c10::ArrayRef<long>, bool, c10::ArrayRef<long>, long)",
+    [T_UCONV] = "at::_ops::_convolution::call(at::Tensor const&, at::Tensor const&, "
+		"c10::optional<at::Tensor> const&, c10::ArrayRef<long>, c10::ArrayRef<long>, "
+		"c10::ArrayRef<long>, bool, c10::ArrayRef<long>, long, bool, bool, bool, bool)",
+    [T_MKLDNN] = "at::_ops::mkldnn_convolution::call(at::Tensor const&, at::Tensor const&, "
+		 "c10::optional<at::Tensor> const&, c10::ArrayRef<long>, c10::ArrayRef<long>, "
+		 "c10::ArrayRef<long>, long)",
+    [T_JITCONV] = "_jit_avx512_common_conv_fwd_kernel",
+    [T_BN] = "at::_ops::batch_norm::call(at::Tensor const&, c10::optional<at::Tensor> const&, "
+	     "c10::optional<at::Tensor> const&, c10::optional<at::Tensor> const&, "
+	     "c10::optional<at::Tensor> const&, bool, double, double, bool)",
+    [T_BNIMPL] = "at::_ops::_batch_norm_impl_index::call(at::Tensor const&, "
+		 "c10::optional<at::Tensor> const&, c10::optional<at::Tensor> const&, "
+		 "c10::optional<at::Tensor> const&, c10::optional<at::Tensor> const&, bool, "
+		 "double, double, bool)",
+    [T_NBN] = "at::_ops::native_batch_norm::call(at::Tensor const&, "
+	      "c10::optional<at::Tensor> const&, c10::optional<at::Tensor> const&, "
+	      "c10::optional<at::Tensor> const&, c10::optional<at::Tensor> const&, bool, double, "
+	      "double)",
+    [T_EMPTY] =
+	"at::_ops::empty_memory_format::call(c10::ArrayRef<c10::SymInt>, "
+	"c10::optional<c10::ScalarType>, c10::optional<c10::Layout>, "
+	"c10::optional<c10::Device>, c10::optional<bool>, c10::optional<c10::MemoryFormat>)",
+    [T_ALLOC] = "c10::alloc_cpu(unsigned long)",
+    [T_RELU] = "at::_ops::relu_::call(at::Tensor&)",
+    [T_WRAP] =
+	"c10::impl::wrap_kernel_functor_unboxed_<c10::impl::detail::"
+	"WrapFunctionIntoFunctor_<c10::CompileTimeFunctionPointer<at::Tensor& (at::Tensor&), "
+	"&at::_ops::relu::call>, at::Tensor&, c10::guts::typelist::typelist<at::Tensor&> >, "
+	"at::Tensor& (at::Tensor&)>::call(c10::OperatorKernel*, c10::DispatchKeySet, "
+	"at::Tensor&)",
+    [T_CLAMP] = "at::_ops::clamp_min_::call(at::Tensor&, c10::Scalar const&)",
+    [T_ADD] = "at::_ops::add__Tensor::call(at::Tensor&, at::Tensor const&, c10::Scalar const&)",
+    [T_POOL] = "at::_ops::max_pool2d::call(at::Tensor const&, c10::ArrayRef<long>, "
+	       "c10::ArrayRef<long>, c10::ArrayRef<long>, c10::ArrayRef<long>, bool)",
+    [T_POOLI] = "at::_ops::max_pool2d_with_indices::call(at::Tensor const&, c10::ArrayRef<long>, "
+		"c10::ArrayRef<long>, c10::ArrayRef<long>, c10::ArrayRef<long>, bool)",
+    [T_POOLI_RD] = "at::_ops::max_pool2d_with_indices::redispatch(c10::DispatchKeySet, "
+		   "at::Tensor const&, c10::ArrayRef<long>, c10::ArrayRef<long>, "
+		   "c10::ArrayRef<long>, c10::ArrayRef<long>, bool)",
+    [T_SORT] = "void std::__introsort_loop<long*, long, __gnu_cxx::__ops::_Iter_less_iter>(long*, "
+	       "long*, long, __gnu_cxx::__ops::_Iter_less_iter)",
+    [T_MEAN] = "at::_ops::mean_dim::call(at::Tensor const&, c10::OptionalArrayRef<long>, bool, "
+	       "c10::optional<c10::ScalarType>)",
+    [T_SUM] = "at::Tensor at::_ops::sum_dim_IntList::call[abi:cxx11](at::Tensor const&, "
+	      "c10::OptionalArrayRef<long>, bool, c10::optional<c10::ScalarType>)",
+    [T_LINEAR] = "at::_ops::linear::call",
+    [T_ADDMM] = "at::_ops::addmm::call(at::Tensor const&, at::Tensor const&, at::Tensor const&, "
+		"c10::Scalar const&, c10::Scalar const&) [clone .cold]",
+    [T_GEMM] = "sgemm_",
+    [T_SOFTMAX] = "at::_ops::_softmax::call(at::Tensor const&, long, bool)",
+    [T_CLONE3] = "__clone3",
+    [T_THREAD] = "start_thread",
+    [T_WORKER] = "c10::ThreadPool::main_loop(unsigned long)",
+};
+
+/* A torch stack, root first; entries below T_COUNT are JIT functions, the others offsets. */
+static uint32_t torch_stack(struct gen *g, int n, const unsigned *root_first)
+{
+	uint64_t pcs[64];
+	for (int i = 0; i < n; i++) {
+		unsigned f = root_first[n - 1 - i];
+		if (f >= T_COUNT)
+			pcs[i] = TORCH_LO + f + (i ? 0x21 : 0x10);
+		else
+			pcs[i] = TJIT_BASE + f * JIT_SIZE + (i ? 0x21 : 0x10);
+	}
+	struct sp_prof_stack s = {.id = ++g->next_stack, .depth = (uint32_t)n, .pcs = pcs};
+	check(sp_writer_stack(g->w, &s), "stack");
+	return s.id;
+}
+
+#define TSTACK(g, ...)                                                                             \
+	torch_stack(g, (int)(sizeof((unsigned[]){__VA_ARGS__}) / sizeof(unsigned)),                \
+		    (const unsigned[]){__VA_ARGS__})
+
+enum trange {
+	R_INFER = 1,
+	R_RESNET,
+	R_CONV1,
+	R_BN1,
+	R_RELU,
+	R_MAXPOOL,
+	R_LAYER1,
+	R_L1_0,
+	R_L1_0_CONV1,
+	R_L1_0_BN1,
+	R_L1_0_CONV2,
+	R_FC,
+	R_L1_1,
+	R_L1_1_CONV1,
+	R_LINEAR_PASS,
+	R_SOFTMAX,
+};
+
+/*
+ * ops-base (v = 0) and ops-new (v = 1): new spends more in convolution and
+ * less in batch norm, has no max pool and adds a softmax module with its
+ * operator, so a diff by operator or by module shows every category.
+ */
+static void write_torch(const char *path, int v)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0) {
+		fprintf(stderr, "gen-fixtures: %s: %s\n", path, strerror(errno));
+		exit(1);
+	}
+	struct gen g = {.clock = {0}};
+	g.w = sp_writer_new(fd);
+	if (!g.w)
+		exit(1);
+	struct sp_prof_header h = {
+	    .version = SP_PROFILE_VERSION,
+	    .pid = v ? 5252 : 5251,
+	    .ppid = 1,
+	    .start_realtime_ns = 1700000000000000000ull,
+	    .start_mono_ns = 1000 * MS,
+	    .freq_hz = 1000,
+	    .max_depth = 64,
+	    .timer = (char *)"perf-sigtrap",
+	    .cmdline = (char *)"/usr/bin/python3 infer.py",
+	    .exe = (char *)"/nonexistent/python3",
+	    .hostname = (char *)"fixture-host",
+	};
+	check(sp_writer_header(g.w, &h), "header");
+	struct sp_prof_module m = {
+	    .id = 1,
+	    .start = TORCH_LO,
+	    .end = TORCH_HI,
+	    .bias = TORCH_LO,
+	    .path = (char *)"/nonexistent/libtorch_cpu.so.1.13",
+	    .build_id = {0x13, 0x13, 0x13, 0x13},
+	    .build_id_len = 4,
+	};
+	check(sp_writer_module(g.w, &m), "module");
+	for (int f = 0; f < T_COUNT; f++) {
+		struct sp_prof_jit j = {.start = TJIT_BASE + f * JIT_SIZE,
+					.size = JIT_SIZE,
+					.name = (char *)tfn_names[f]};
+		check(sp_writer_jit(g.w, &j), "jit");
+	}
+	struct sp_prof_thread th[] = {
+	    {.tid = 2000, .name = (char *)"python3"},
+	    {.tid = 2001, .name = (char *)"intra-op"},
+	};
+	for (size_t i = 0; i < sizeof(th) / sizeof(th[0]); i++)
+		check(sp_writer_thread(g.w, &th[i]), "thread");
+	const uint32_t mod = SP_RANGE_MODULE;
+	struct sp_prof_range r[] = {
+	    {R_INFER, 0, (char *)"model_inference", 0},
+	    {R_RESNET, R_INFER, (char *)"ResNet", mod},
+	    {R_CONV1, R_RESNET, (char *)"conv1", mod},
+	    {R_BN1, R_RESNET, (char *)"bn1", mod},
+	    {R_RELU, R_RESNET, (char *)"relu", mod},
+	    {R_MAXPOOL, R_RESNET, (char *)"maxpool", mod},
+	    {R_LAYER1, R_RESNET, (char *)"layer1", mod},
+	    {R_L1_0, R_LAYER1, (char *)"0", mod},
+	    {R_L1_0_CONV1, R_L1_0, (char *)"conv1", mod},
+	    {R_L1_0_BN1, R_L1_0, (char *)"bn1", mod},
+	    {R_L1_0_CONV2, R_L1_0, (char *)"conv2", mod},
+	    {R_FC, R_RESNET, (char *)"fc", mod},
+	    {R_L1_1, R_LAYER1, (char *)"1", mod},
+	    {R_L1_1_CONV1, R_L1_1, (char *)"conv1", mod},
+	    {R_LINEAR_PASS, R_FC, (char *)"LINEAR PASS", 0}, /* record_function in a module */
+	    {R_SOFTMAX, R_RESNET, (char *)"softmax", mod},
+	};
+	for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++)
+		check(sp_writer_range(g.w, &r[i]), "range");
+
+#define PY T_START, T_MAIN, T_EVAL
+		/* conv2d as Debian's libtorch runs it: autograd's unnamed kernel, then redispatch
+		 */
+#define CONV PY, T_CONV2D, U_VARTYPE, T_CONV, U_DISPATCH, T_CONV_RD, U_CONVIMPL, T_UCONV, T_MKLDNN
+	uint32_t gil = TSTACK(&g, PY, T_GIL);
+	uint32_t conv = TSTACK(&g, CONV, T_JITCONV);
+	uint32_t conv_unnamed = TSTACK(&g, CONV, U_CONVIMPL, U_BNKERN); /* unnamed leaf */
+	uint32_t bn = TSTACK(&g, PY, T_BN, T_BNIMPL, U_DISPATCH, T_NBN, U_BNKERN);
+	uint32_t bn_alloc = TSTACK(&g, PY, T_BN, T_BNIMPL, T_NBN, T_EMPTY, T_ALLOC);
+	uint32_t relu = TSTACK(&g, PY, T_RELU, T_WRAP, T_CLAMP);
+	uint32_t relu_wrap = TSTACK(&g, PY, T_RELU, T_WRAP);
+	uint32_t pool = TSTACK(&g, PY, T_POOL, T_POOLI, U_DISPATCH, T_POOLI_RD, T_SORT);
+	uint32_t add = TSTACK(&g, PY, T_ADD);
+	uint32_t fc = TSTACK(&g, PY, T_LINEAR, T_ADDMM, T_GEMM);
+	uint32_t mean = TSTACK(&g, PY, T_MEAN, T_SUM);
+	uint32_t soft = TSTACK(&g, PY, T_SOFTMAX, U_DISPATCH);
+	uint32_t eval = TSTACK(&g, PY);
+	uint32_t worker = TSTACK(&g, T_CLONE3, T_THREAD, T_WORKER, T_GEMM);
+#undef CONV
+#undef PY
+
+	samples(&g, 0, 2000, gil, 0, 5, MS); /* the imports: no operator, no module */
+	samples(&g, 0, 2000, conv, R_CONV1, v ? 30 : 20, MS);
+	samples(&g, 0, 2000, bn, R_BN1, v ? 3 : 6, MS);
+	samples(&g, 0, 2000, bn_alloc, R_BN1, 2, MS);
+	samples(&g, 0, 2000, relu, R_RELU, 3, MS);
+	samples(&g, 0, 2000, relu_wrap, R_RELU, 1, MS);
+	if (!v)
+		samples(&g, 0, 2000, pool, R_MAXPOOL, 7, MS);
+	samples(&g, 0, 2000, conv, R_L1_0_CONV1, 12, MS);
+	samples(&g, 0, 2000, bn, R_L1_0_BN1, 2, MS);
+	samples(&g, 0, 2000, conv_unnamed, R_L1_0_CONV2, 10, MS);
+	samples(&g, 0, 2000, add, R_L1_0, 2, MS);
+	samples(&g, 0, 2000, conv, R_L1_1_CONV1, 8, MS);
+	/* the same module called again: its time adds up */
+	samples(&g, 0, 2000, conv, R_L1_0_CONV1, 4, MS);
+	samples(&g, 0, 2000, mean, R_RESNET, 2, MS);
+	samples(&g, 0, 2000, fc, R_FC, 4, MS);
+	samples(&g, 0, 2000, fc, R_LINEAR_PASS, 3, MS);
+	if (v)
+		samples(&g, 0, 2000, soft, R_SOFTMAX, 5, MS);
+	samples(&g, 0, 2000, eval, R_INFER, 2, MS);
+	samples(&g, 1, 2001, worker, 0, 4, MS);
+
+	struct sp_prof_stats st = {.flags = SP_STATS_FINAL, .timer = (char *)"perf-sigtrap"};
+	check(sp_writer_stats(g.w, &st), "stats");
+	check(sp_writer_close(g.w), "close");
+	close(fd);
+}
+
 static void copy_prefix(const char *from, const char *to, uint64_t n)
 {
 	FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
@@ -309,6 +600,11 @@ int main(int argc, char **argv)
 	copy_prefix(path, path2, cut + 7);
 	snprintf(path, sizeof(path), "%s/new.prof", argv[1]);
 	write_profile(path, 1, NULL);
+
+	snprintf(path, sizeof(path), "%s/ops-base.prof", argv[1]);
+	write_torch(path, 0);
+	snprintf(path, sizeof(path), "%s/ops-new.prof", argv[1]);
+	write_torch(path, 1);
 
 	snprintf(path, sizeof(path), "%s/junk.prof", argv[1]);
 	FILE *f = fopen(path, "wb");

@@ -6,8 +6,10 @@
 # symbolize/ and the hostile-input end-to-end test e2e/t0009-crash. Then the
 # sanitized CLI reads every hostile profile of the fuzz corpus
 # (tests/fuzz/corpus/cli/: the reader corpus as files: cut, corrupt, junk,
-# what the fuzzer found): `info -m`, `collapse` and `table` must each exit
-# 0 or 1, say why on stderr when 1, and never trip a sanitizer.
+# what the fuzzer found): `info -m`, `collapse`, `table` and the operator and
+# module-path views (`collapse --ops`, `top --aggregate-by module-path`, which
+# walks range parent chains) must each exit 0 or 1, say why on stderr when 1,
+# and never trip a sanitizer.
 #
 #   tests/fuzz/run-sanitized.sh BUILD_DIR
 #
@@ -59,7 +61,7 @@ trap 'rm -rf "$tmp"' EXIT
 n=0 bad=0
 for f in "$src"/tests/fuzz/corpus/cli/*; do
 	[ -f "$f" ] || continue
-	for cmd in "info -m" collapse table; do
+	for cmd in "info -m" collapse table "collapse --ops" "top --aggregate-by module-path"; do
 		n=$((n + 1))
 		# shellcheck disable=SC2086 # cmd is a subcommand and its options
 		timeout 60 "$sp" $cmd "$f" </dev/null >/dev/null 2>"$tmp/err"
