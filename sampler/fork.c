@@ -7,7 +7,7 @@
 #include "modules.h"
 #include "sampler.h"
 #include "sigstack.h"
-#include "sigtrap.h"
+#include "sigshare.h"
 #include "sys.h"
 #include "thread.h"
 #include "ticker.h"
@@ -32,12 +32,12 @@ static void sp_fork_prepare(void)
 	sp_modules_atfork(0);
 	sp_api_atfork(0);
 	sp_ticker_atfork(0);
-	sp_trap_atfork(0);
+	sp_share_atfork(0);
 }
 
 static void sp_fork_parent(void)
 {
-	sp_trap_atfork(1);
+	sp_share_atfork(1);
 	sp_ticker_atfork(1);
 	sp_api_atfork(1);
 	sp_modules_atfork(1);
@@ -49,7 +49,7 @@ static void sp_fork_parent(void)
 /* The child profiles itself into its own file; the parent's threads are gone. */
 static void sp_fork_child(void)
 {
-	sp_trap_atfork(2);
+	sp_share_atfork(2);
 	sp_ticker_atfork(2);
 	sp_api_atfork(2);
 	sp_modules_atfork(2);

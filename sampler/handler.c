@@ -4,7 +4,7 @@
 #include "profile.h"
 #include "sampler.h"
 #include "sigsafe.h"
-#include "sigtrap.h"
+#include "sigshare.h"
 #include "sys.h"
 #include "timer.h"
 #include "unwind.h"
@@ -51,7 +51,7 @@ void sp_handler_body(int sig, siginfo_t *si, void *uc)
 	bool rearm = false; /* a one-shot timer (timer.h) wants its next expiry */
 
 	if (sig == SIGTRAP && !sp_trap_is_ours(si)) {
-		sp_trap_forward(sig, si, uc);
+		sp_share_forward(sig, si, uc);
 		goto out;
 	}
 	if (!t || atomic_load_explicit(&t->state, memory_order_relaxed) != SP_SLOT_LIVE) {

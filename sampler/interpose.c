@@ -9,7 +9,7 @@
 #include "modules.h"
 #include "sampler.h"
 #include "signals.h"
-#include "sigtrap.h"
+#include "sigshare.h"
 #include "sys.h"
 #include "timer.h"
 #include "writer.h"
@@ -68,8 +68,7 @@ static void sp_before_exec(void)
 	if (theirs)
 		syscall(SYS_tgkill, getpid(), sp_gettid(), SIGTRAP);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (signo == SIGTRAP)
-		sp_trap_before_exec();
+	sp_share_before_exec();
 	sp_writer_exec_flush();
 }
 
@@ -77,7 +76,7 @@ static void sp_after_failed_exec(void)
 {
 	if (!sp_exec_hooks())
 		return;
-	sp_trap_after_failed_exec();
+	sp_share_after_failed_exec();
 	if (!atomic_load(&sp_g.stopping) && atomic_load(&sp_g.sampling) && !sp_stepped_aside())
 		sp_timers_resume_all();
 }

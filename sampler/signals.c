@@ -9,7 +9,7 @@
 #include "handler.h"
 #include "interpose.h"
 #include "sampler.h"
-#include "sigtrap.h"
+#include "sigshare.h"
 #include "sys.h"
 #include "timer.h"
 #include "writer.h"
@@ -39,11 +39,24 @@ static bool sp_is_ours(const struct sigaction *act)
 	return (act->sa_flags & SA_SIGINFO) && act->sa_sigaction == sp_handler;
 }
 
-/* SIGPROF is ours only while a SIGPROF timer runs; SIGTRAP is shared (sigtrap.c). */
+/* SIGPROF is ours only while a SIGPROF timer runs; SIGTRAP is shared (sigshare.c). */
 static bool sp_prof_is_ours(void)
 {
 	return atomic_load(&sp_g.enabled) && sp_g.timer && sp_g.timer->signo == SIGPROF &&
 	       !atomic_load(&sp_g.stopping);
+}
+
+sigset_t sp_handler_mask(void)
+{
+	/* every signal waits the few microseconds the handler takes: no other
+	 * handler can interrupt us inside libunwind's locks. But a fault is not
+	 * held off: blocked, the kernel would kill for it, and a guarded read
+	 * of Python's memory (saferead.h) must be able to fault */
+	sigset_t m;
+	sigfillset(&m);
+	sigdelset(&m, SIGSEGV);
+	sigdelset(&m, SIGBUS);
+	return m;
 }
 
 static struct sigaction sp_our_action(void)
@@ -52,9 +65,7 @@ static struct sigaction sp_our_action(void)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = sp_handler;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
-	/* every signal waits the few microseconds the handler takes: no other
-	 * handler can interrupt us inside libunwind's locks */
-	sigfillset(&sa.sa_mask);
+	sa.sa_mask = sp_handler_mask();
 	return sa;
 }
 
@@ -127,8 +138,8 @@ static int sp_prof_sigaction(const struct sigaction *act, struct sigaction *old)
 
 SP_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	if (sig == SIGTRAP && sp_trap_shared())
-		return sp_trap_sigaction(act, old);
+	if (sp_share_active(sig))
+		return sp_share_sigaction(sig, act, old);
 	if (sig == SIGPROF && act && sp_prof_is_ours())
 		return sp_prof_sigaction(act, old);
 	return SP_REAL(sigaction)(sig, act, old);
@@ -136,7 +147,7 @@ SP_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *
 
 SP_EXPORT sighandler_t signal(int sig, sighandler_t handler)
 {
-	if ((sig == SIGTRAP && sp_trap_shared()) || (sig == SIGPROF && sp_prof_is_ours())) {
+	if (sp_share_active(sig) || (sig == SIGPROF && sp_prof_is_ours())) {
 		/* glibc's signal(): BSD semantics */
 		struct sigaction sa, old;
 		memset(&sa, 0, sizeof(sa));
@@ -186,8 +197,9 @@ SP_SIGSAFE SP_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old
 
 int sp_handler_install(void)
 {
+	sigset_t mask = sp_handler_mask();
 	if (sp_g.timer->signo == SIGTRAP)
-		return sp_trap_install(sp_handler);
+		return sp_share_install(SIGTRAP, sp_handler, &mask);
 	struct sigaction old;
 	if (SP_REAL(sigaction)(SIGPROF, NULL, &old) == 0 && old.sa_handler != SIG_DFL &&
 	    old.sa_handler != SIG_IGN)

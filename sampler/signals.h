@@ -15,11 +15,16 @@
 #ifndef SP_SAMPLER_SIGNALS_H
 #define SP_SAMPLER_SIGNALS_H
 
+#include <signal.h>
 #include <stdbool.h>
 
 /* Installs the handler for the timer's signal; -EBUSY if the program
  * already handles SIGPROF. */
 int sp_handler_install(void);
+
+/* The signals held off while a handler of stackprof's runs: all but the
+ * faults. */
+sigset_t sp_handler_mask(void);
 
 /* Whether the program has SIGPROF now and stackprof stands aside. */
 bool sp_stepped_aside(void);

@@ -42,7 +42,7 @@
 	X(sp_scan_restart)                                                                         \
 	X(sp_slow_step)                                                                            \
 	X(sp_unwind_signal)                                                                        \
-	X(sp_trap_forward)                                                                         \
+	X(sp_share_forward)                                                                        \
 	X(sp_iterate_snapshot)                                                                     \
 	X(sigprocmask)
 
@@ -56,8 +56,10 @@
 	X(sp_thread_cpu_ns)                                                                        \
 	X(sp_gettid)                                                                               \
 	X(sp_trap_is_ours)                                                                         \
-	X(sp_trap_shared)                                                                          \
-	X(sp_trap_forward)                                                                         \
+	X(sp_share_active)                                                                         \
+	X(sp_share_forward)                                                                        \
+	X(sp_share_of)                                                                             \
+	X(sp_is_fault)                                                                             \
 	X(sp_sigstack_call_program)                                                                \
 	X(sp_sys_sigaltstack)                                                                      \
 	X(sp_within)                                                                               \

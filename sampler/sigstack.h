@@ -20,7 +20,7 @@
  *   whenever the kernel delivered elsewhere (on the program's own alternate
  *   stack, or on the interrupted stack), so only the kernel's frame ever
  *   lands on a stack of the program's.
- * - A SIGTRAP that is the program's own (sigtrap.h) runs the program's
+ * - A SIGTRAP that is the program's own (sigshare.h) runs the program's
  *   handler on the stack the kernel would have chosen for it.
  *
  * How much of the region the handler used is measured (resident pages) and

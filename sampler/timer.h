@@ -14,7 +14,7 @@
  *                    never lock onto it. auto's choice at every rate where
  *                    perf_event_paranoid and seccomp allow it (Linux 5.13)
  *                    and no debugger traces the process. The program's own
- *                    SIGTRAP use is kept (sigtrap.h).
+ *                    SIGTRAP use is kept (sigshare.h).
  *   perf-task-clock  the same event per thread, signalling its thread with
  *                    SIGPROF through fasync (F_SETSIG + F_SETOWN_EX): for
  *                    traced processes and kernels without sigtrap. One
