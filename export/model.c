@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE /* qsort_r */
 #include "model.h"
+#include "pyline.h"
 #include "arena.h"
 #include "htab.h"
 
@@ -95,6 +96,7 @@ struct sp_builder {
 	uint32_t *thread_frame;	 /* per thread index: model frame + 1 */
 	size_t thread_frame_cap;
 	uint32_t trunc_frame, unwerr_frame, unknown_frame; /* + 1, 0 until made */
+	const char *interp; /* the module of the Python interpreter (basename), or NULL */
 };
 
 static bool sp_str_eq(const char *a, const char *b)
@@ -258,6 +260,17 @@ const char *sp_model_short_path(const struct sp_model_opts *o, const char *path)
 	const char *p = sp_past_build_root(path);
 	if (p != path)
 		return p;
+	/* Python: a package as it is imported ("torch/nn/modules/conv.py"),
+	 * a module of the standard library by its name ("threading.py") */
+	static const char *const py_roots[] = {"/site-packages/", "/dist-packages/"};
+	for (size_t i = 0; i < sizeof(py_roots) / sizeof(py_roots[0]); i++) {
+		const char *q = strstr(path, py_roots[i]);
+		if (q && q[strlen(py_roots[i])])
+			return q + strlen(py_roots[i]);
+	}
+	const char *lib = strstr(path, "/lib/python3");
+	if (lib && (p = strchr(lib + 12, '/')) && p[1] && !strchr(p + 1, '/'))
+		return p + 1;
 	static char cwd[4096];
 	static bool have_cwd;
 	if (!have_cwd) {
@@ -349,6 +362,34 @@ static bool sp_pc_eq(const void *ctx, uint32_t idx)
 }
 
 /* Symbolizes pc once; returns the location index or -errno. */
+/*
+ * The frame a Python word of a stack stands for (format/profile.h): its
+ * code object's qualname, file and the line its instruction belongs to,
+ * from the code's own line table. A code the sampler could not read, or
+ * whose record is missing (a cut-off profile), is a frame of its own, named
+ * as such: never guessed.
+ */
+static struct sp_frame sp_python_frame(struct sp_builder *b, uint64_t word)
+{
+	struct sp_frame f = {.func = "[unreadable Python frame]", .kind = SP_FRAME_FUNC};
+	uint32_t id = sp_pyframe_code(word), instr = sp_pyframe_instr(word);
+	const struct sp_prof_pycode *c = id ? sp_profile_pycode(b->m->prof, id) : NULL;
+	if (!c) {
+		if (id)
+			f.func = "[Python code not recorded]";
+		return f;
+	}
+	f.func = c->qualname && c->qualname[0] ? c->qualname : c->name ? c->name : "[unnamed code]";
+	f.file = c->filename;
+	int line;
+	if (instr != SP_PYFRAME_NO_INSTR &&
+	    sp_pyline_addr2line(c->minor, c->linetable, c->linetable_len, c->firstlineno, instr,
+				&line) == 0 &&
+	    line > 0)
+		f.line = (unsigned)line;
+	return f;
+}
+
 static int64_t sp_pc_loc(struct sp_builder *b, uint64_t pc, bool ret)
 {
 	uint64_t h = sp_hash_u64(SP_HASH_SEED + ret, pc);
@@ -360,7 +401,14 @@ static int64_t sp_pc_loc(struct sp_builder *b, uint64_t pc, bool ret)
 
 	struct sp_model *m = b->m;
 	const struct sp_frame *fr;
-	int n = sp_symbolizer_lookup(m->sym, pc, ret, &fr);
+	struct sp_frame py;
+	int n = 1;
+	if (sp_pc_is_pyframe(pc)) {
+		py = sp_python_frame(b, pc);
+		fr = &py;
+	} else {
+		n = sp_symbolizer_lookup(m->sym, pc, ret, &fr);
+	}
 	if (n < 0)
 		return n;
 	if (sp_array_grow((void **)&m->locs, &b->locs_cap, m->n_locs + 1, sizeof(*m->locs)) ||
@@ -381,7 +429,7 @@ static int64_t sp_pc_loc(struct sp_builder *b, uint64_t pc, bool ret)
 		    .line = fr[k].line,
 		    .module = fr[k].module,
 		    .offset = fr[k].offset,
-		    .kind = (int)fr[k].kind,
+		    .kind = fr == &py ? SP_MFRAME_PYTHON : (int)fr[k].kind,
 		};
 		int64_t id = sp_frame_intern(b, &f);
 		if (id < 0 || sp_u32v_push(&b->pool, (uint32_t)id))
@@ -482,6 +530,32 @@ static int sp_push_marker(struct sp_builder *b, uint32_t *frame, const char *nam
 	return sp_push_frame(b, *frame - 1, 0);
 }
 
+/*
+ * The interpreter's own frames between Python frames, and after the
+ * innermost one, are its machinery (the eval loop, calls, arithmetic on
+ * its objects): they come out, so each Python line holds the time spent
+ * running it. Frames of other modules (C extensions, torch, libc) stay.
+ */
+static void sp_fold_plumbing(struct sp_builder *b)
+{
+	const struct sp_model *m = b->m;
+	size_t out = 0;
+	bool in_python = false;
+	for (size_t i = 0; i < b->cur.n; i++) {
+		const struct sp_mframe *f = &m->frames[b->cur.v[i]];
+		if (f->kind == SP_MFRAME_PYTHON)
+			in_python = true;
+		else if (in_python && f->kind < SP_MFRAME_RANGE && f->module &&
+			 !strcmp(f->module, b->interp))
+			continue;
+		b->cur.v[out] = b->cur.v[i];
+		b->cur_locs.v[out] = b->cur_locs.v[i];
+		out++;
+	}
+	b->cur.n = out;
+	b->cur_locs.n = out;
+}
+
 /* Builds the model stack for (thread, range, raw stack) into b->cur and interns it. */
 static int64_t sp_make_stack(struct sp_builder *b, uint32_t thread, uint32_t range,
 			     const struct sp_prof_stack *raw)
@@ -523,10 +597,28 @@ static int64_t sp_make_stack(struct sp_builder *b, uint32_t thread, uint32_t ran
 		if (loc < 0)
 			return loc;
 		size_t off = b->loc_off[loc];
-		for (uint32_t k = 0; k < m->locs[loc].n; k++)
+		/* The Python frames an eval call ran follow its native frame:
+		 * they go right after the function itself, before the frames
+		 * inlined at its call site (the call machinery they called). */
+		uint32_t split = m->locs[loc].n;
+		if (i > 0 && sp_pc_is_pyframe(raw->pcs[i - 1]) && !sp_pc_is_pyframe(raw->pcs[i]))
+			split = 1;
+		for (uint32_t k = 0; k < split; k++)
+			if ((rc = sp_push_frame(b, b->pool.v[off + k], (uint32_t)loc + 1)))
+				return rc;
+		for (; split < m->locs[loc].n && i > 0 && sp_pc_is_pyframe(raw->pcs[i - 1]); i--) {
+			int64_t py = sp_pc_loc(b, raw->pcs[i - 1], true);
+			if (py < 0)
+				return py;
+			if ((rc = sp_push_frame(b, b->pool.v[b->loc_off[py]], (uint32_t)py + 1)))
+				return rc;
+		}
+		for (uint32_t k = split; k < m->locs[loc].n; k++)
 			if ((rc = sp_push_frame(b, b->pool.v[off + k], (uint32_t)loc + 1)))
 				return rc;
 	}
+	if (b->interp && !b->o->python_plumbing)
+		sp_fold_plumbing(b);
 	if (b->cur.n == 0 || depth == 0) {
 		/* a sample with no frames still counts: show where time went missing */
 		if (!b->unknown_frame) {
@@ -615,6 +707,12 @@ struct sp_model *sp_model_build(const struct sp_profile *prof, const struct sp_m
 	memset(b.range_frame, 0xff, (prof->n_ranges + 1) * sizeof(*b.range_frame));
 	memset(b.range_keep, -1, prof->n_ranges + 1);
 
+	/* the interpreter's module, by the basename frames carry */
+	for (size_t i = prof->n_pyinfos; i-- > 0;)
+		if (prof->pyinfos[i].module && prof->pyinfos[i].module[0]) {
+			b.interp = sp_basename(prof->pyinfos[i].module);
+			break;
+		}
 	if ((err = sp_add_modules(&b)) || (err = sp_add_threads(&b)))
 		goto out;
 	err = -ENOMEM;

@@ -26,6 +26,7 @@
 #define SP_MFRAME_THREAD 101 /* a per-thread root: func is "name-tid" */
 #define SP_MFRAME_TRUNC	 102 /* marks a stack cut at max depth: func is "[truncated]" */
 #define SP_MFRAME_UNWERR 103 /* marks a stack the unwinder stopped early: "[unwind error]" */
+#define SP_MFRAME_PYTHON 104 /* a Python frame: func is its qualname, file and line its source */
 
 struct sp_mframe {
 	const char *func;
@@ -87,6 +88,9 @@ struct sp_model_opts {
 	const char *const *strip_prefixes;
 	size_t n_strip_prefixes;
 	bool short_paths;
+	/* keep the Python interpreter's own frames between Python frames
+	 * (the eval loop, calls): for people debugging CPython itself */
+	bool python_plumbing;
 };
 
 /* Samples of a filtered-out thread or range are dropped before anything is

@@ -53,6 +53,7 @@ enum sp_rec_type {
 #define SP_STACK_TRUNCATED  0x1u /* deeper than max_depth: outer frames cut */
 #define SP_STACK_UNWIND_ERR 0x2u /* unwinder stopped early on an error */
 #define SP_STACK_JIT_SCAN   0x4u /* a frame was found by stack scanning */
+#define SP_STACK_PY_UNPLACED 0x8u /* some Python frames follow the native ones, unplaced */
 
 /* Range flags (the same values as STACKPROF_RANGE_* in stackprof.h). */
 #define SP_RANGE_MODULE 0x1u /* pushed for an nn.Module call (stackprof.torch.label_modules) */

@@ -110,6 +110,8 @@ void sp_config_load(struct sp_config *cfg)
 	const char *start = getenv("STACKPROF_START");
 	cfg->paused = start && !strcmp(start, "0");
 	cfg->overwrite = sp_env_bool("STACKPROF_OVERWRITE");
+	const char *py = getenv("STACKPROF_PYTHON");
+	cfg->python = !(py && !strcmp(py, "0"));
 	const char *sched = getenv("STACKPROF_SCHEDULE");
 	if (sched && *sched && sp_schedule_parse(sched, &cfg->schedule) < 0)
 		sp_log("STACKPROF_SCHEDULE=%s ignored: expected wait,warmup,active[,repeat]; "

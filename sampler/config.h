@@ -39,6 +39,7 @@ struct sp_config {
 	bool verbose;		     /* STACKPROF_VERBOSE=1 */
 	bool paused;		     /* STACKPROF_START=0: wait for stackprof_start() */
 	bool overwrite;		     /* STACKPROF_OVERWRITE=1: replace an existing STACKPROF_OUT */
+	bool python;		     /* STACKPROF_PYTHON=0: no Python frames (default on) */
 	struct sp_schedule schedule; /* STACKPROF_SCHEDULE=wait,warmup,active[,repeat] */
 };
 

@@ -1,6 +1,8 @@
 #include "handler.h"
 #include "fds.h"
 #include "modules.h"
+#include "pystack.h"
+#include "python.h"
 #include "profile.h"
 #include "sampler.h"
 #include "sigsafe.h"
@@ -81,11 +83,18 @@ void sp_handler_body(int sig, siginfo_t *si, void *uc)
 	t->throttled_weight = 0;
 
 	size_t max = sp_g.cfg.max_depth;
-	uint64_t *e = sp_ring_reserve(&t->ring, SP_ENTRY_PCS + max);
-	if (!e) {
+	/* With Python frames read, the native stack goes to the thread's
+	 * scratch first, and the sample's entry is reserved only once the
+	 * Python frames are read (naming a code object takes an entry of its
+	 * own). Without, straight into the entry. */
+	uint64_t *py_pcs =
+	    atomic_load_explicit(&sp_py.active, memory_order_relaxed) ? sp_pystack_pcs(t) : NULL;
+	uint64_t *e = NULL;
+	if (!py_pcs && !(e = sp_ring_reserve(&t->ring, SP_ENTRY_PCS + max))) {
 		atomic_fetch_add_explicit(&t->drops, 1, memory_order_relaxed);
 		goto out;
 	}
+	uint64_t *pcs = py_pcs ? py_pcs : e + SP_ENTRY_PCS;
 	uint32_t flags = 0;
 	if (!sp_modules_enter()) {
 		/* a dlclose is under way: the reservation is simply not committed */
@@ -96,13 +105,13 @@ void sp_handler_body(int sig, siginfo_t *si, void *uc)
 	enum sp_unwind_mode mode = sp_g.cfg.unwind;
 	sp_in_unwind = 1;
 	sp_fd_libunwind(1);
-	size_t depth =
-	    sp_unwind_signal(uc, e + SP_ENTRY_PCS, max, &flags, mode == SP_UNWIND_LIBUNWIND, &cnt);
+	size_t depth = sp_unwind_signal(uc, pcs, py_pcs ? sp_pystack_sps(t) : NULL, max, &flags,
+					mode == SP_UNWIND_LIBUNWIND, &cnt);
 	if (mode == SP_UNWIND_CHECK && t->check_pcs) {
 		struct sp_unwind_count ref = {0, 0};
 		uint32_t ref_flags = 0;
-		size_t n = sp_unwind_signal(uc, t->check_pcs, max, &ref_flags, true, &ref);
-		if (sp_stacks_differ(e + SP_ENTRY_PCS, depth, t->check_pcs, n))
+		size_t n = sp_unwind_signal(uc, t->check_pcs, NULL, max, &ref_flags, true, &ref);
+		if (sp_stacks_differ(pcs, depth, t->check_pcs, n))
 			atomic_fetch_add_explicit(&t->unw_differ, 1, memory_order_relaxed);
 	}
 	sp_in_unwind = 0;
@@ -110,6 +119,15 @@ void sp_handler_body(int sig, siginfo_t *si, void *uc)
 	sp_modules_leave();
 	atomic_fetch_add_explicit(&t->unw_fast, cnt.fast, memory_order_relaxed);
 	atomic_fetch_add_explicit(&t->unw_slow, cnt.slow, memory_order_relaxed);
+	if (py_pcs) {
+		struct sp_pyframes pf = sp_pystack_read(t);
+		if (!(e = sp_ring_reserve(&t->ring, SP_ENTRY_PCS + max))) {
+			atomic_fetch_add_explicit(&t->drops, 1, memory_order_relaxed);
+			goto out;
+		}
+		depth = sp_pystack_place(t, pf, py_pcs, sp_pystack_sps(t), depth, e + SP_ENTRY_PCS,
+					 max, &flags);
+	}
 
 	e[SP_ENTRY_TIME] = m0 - sp_g.start_mono_ns;
 	e[SP_ENTRY_WEIGHT] = weight;

@@ -9,6 +9,7 @@
 #include "api.h"
 #include "fork.h"
 #include "modules.h"
+#include "python.h"
 #include "sampler.h"
 #include "signals.h"
 #include "sys.h"
@@ -78,6 +79,8 @@ __attribute__((constructor)) static void sp_init(void)
 		sp_log("cannot start the %s timer: %s; no samples will be taken", sp_g.timer->name,
 		       strerror(-err));
 	sp_thread_attach();
+	/* after the main thread's slot: python.c finds glibc's key block by it */
+	sp_python_init();
 	if (sp_g.cfg.verbose)
 		sp_log("profiling to %s with %s at %u Hz", sp_g.path, sp_g.timer->name,
 		       sp_g.cfg.freq_hz);

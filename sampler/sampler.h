@@ -80,9 +80,13 @@ struct sp_thread {
 	_Atomic uint64_t unw_fast;   /* frames stepped by a CFI rule */
 	_Atomic uint64_t unw_slow;   /* frames stepped by libunwind */
 	_Atomic uint64_t
-	    unw_differ;		   /* STACKPROF_UNWIND=check: samples the two unwinders differ on */
-	uint64_t *check_pcs;	   /* check mode: libunwind's stack, max_depth words */
-	uint8_t *sigstack;	   /* the handler's own stack (sigstack.h), kept with the slot */
+	    unw_differ;	     /* STACKPROF_UNWIND=check: samples the two unwinders differ on */
+	uint64_t *check_pcs; /* check mode: libunwind's stack, max_depth words */
+	uint8_t *sigstack;   /* the handler's own stack (sigstack.h), kept with the slot */
+	/* Python frames (pystack.h): the handler's scratch, kept with the
+	 * slot, and the frames it could not read */
+	_Atomic(uint64_t *) py_scratch;
+	_Atomic uint64_t py_unreadable;
 	uint32_t throttle;	   /* samples still to skip */
 	uint64_t throttled_weight; /* their CPU time, carried to the next sample */
 	char name_at_exit[16];	   /* the thread's name, read as it exits */

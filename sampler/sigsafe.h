@@ -91,6 +91,25 @@
 	X(sp_cfi_find)                                                                             \
 	X(sp_cfi_pack)                                                                             \
 	X(sp_cfi_unpack)                                                                           \
+	X(sp_pystack_pcs)                                                                          \
+	X(sp_pystack_sps)                                                                          \
+	X(sp_pystack_read)                                                                         \
+	X(sp_pystack_place)                                                                        \
+	X(sp_safe_copy)                                                                            \
+	X(sp_add_frame)                                                                            \
+	X(sp_walk)                                                                                 \
+	X(sp_tstate)                                                                               \
+	X(sp_rd)                                                                                   \
+	X(sp_word)                                                                                 \
+	X(sp_i32)                                                                                  \
+	X(sp_end_segment)                                                                          \
+	X(sp_code_id)                                                                              \
+	X(sp_code_fp)                                                                              \
+	X(sp_code_hash)                                                                            \
+	X(sp_emit_code)                                                                            \
+	X(sp_rd_str)                                                                               \
+	X(sp_is_eval)                                                                              \
+	X(sp_scratch)                                                                              \
 	X(sp_cfa_run)                                                                              \
 	X(sp_entry)                                                                                \
 	X(sp_cfiread_uleb)                                                                         \
@@ -115,6 +134,7 @@
  */
 #define SP_SIGSAFE_LIBC(X)                                                                         \
 	X(clock_gettime)                                                                           \
+	X(pthread_self)                                                                            \
 	X(pthread_setcancelstate)                                                                  \
 	X(timer_settime)                                                                           \
 	X(syscall)                                                                                 \

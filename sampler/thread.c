@@ -1,4 +1,5 @@
 #include "thread.h"
+#include "python.h"
 #include "sampler.h"
 #include "sigstack.h"
 #include "sys.h"
@@ -24,6 +25,11 @@ static int (*sp_real_pthread_create)(pthread_t *, const pthread_attr_t *, void *
 static void sp_thread_key_dtor(void *arg)
 {
 	sp_thread_detach();
+}
+
+unsigned sp_thread_key_id(void)
+{
+	return (unsigned)sp_thread_key;
 }
 
 int sp_thread_init(void)
@@ -75,8 +81,10 @@ int sp_thread_attach(void)
 	struct sp_ring ring = t->ring; /* kept from a previous owner, if any */
 	uint64_t *check = t->check_pcs;
 	uint8_t *sigstack = t->sigstack;
+	uint64_t *py_scratch = atomic_load(&t->py_scratch);
 	memset((char *)t + sizeof(t->state), 0, sizeof(*t) - sizeof(t->state));
 	t->sigstack = sigstack;
+	atomic_store(&t->py_scratch, py_scratch);
 	if (sp_g.cfg.unwind == SP_UNWIND_CHECK && !check) {
 		/* kept with the slot, like the ring; only this test mode has one */
 		void *p = mmap(NULL, SP_MAX_DEPTH_WORDS * sizeof(uint64_t), PROT_READ | PROT_WRITE,
@@ -101,6 +109,7 @@ int sp_thread_attach(void)
 		}
 	}
 	sp_stack_bounds(t);
+	sp_python_attach(t);
 	int serr = sp_sigstack_attach(t);
 	if (serr)
 		sp_log("no stack of its own for the handler on thread %d (%s): it runs on the "

@@ -24,6 +24,10 @@
  * glibc's pthread_create. 0 or -errno. */
 int sp_thread_init(void);
 
+/* The pthread key whose value on each thread is its slot (python.c finds
+ * glibc's key block with it). */
+unsigned sp_thread_key_id(void);
+
 /* Claims a slot for the calling thread, sets sp_self and arms its timer.
  * 0 (also when stackprof is off) or -errno. */
 int sp_thread_attach(void);

@@ -145,8 +145,9 @@ SP_SIGSAFE static bool sp_scan_restart(unw_cursor_t *c, ucontext_t *uc, uintptr_
 	return sp_unw.init_local2(c, (unw_context_t *)uc, 0) == 0;
 }
 
-SP_SIGSAFE static size_t sp_unwind_libunwind(ucontext_t *uc, uint64_t *pcs, size_t max,
-					     uint32_t *flags, struct sp_unwind_count *cnt)
+SP_SIGSAFE static size_t sp_unwind_libunwind(ucontext_t *uc, uint64_t *pcs, uint64_t *sps,
+					     size_t max, uint32_t *flags,
+					     struct sp_unwind_count *cnt)
 {
 	uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
 	unw_cursor_t c;
@@ -173,6 +174,8 @@ SP_SIGSAFE static size_t sp_unwind_libunwind(ucontext_t *uc, uint64_t *pcs, size
 			*flags |= SP_STACK_TRUNCATED;
 			break;
 		}
+		if (sps)
+			sps[n] = sp;
 		pcs[n++] = ip;
 		if (!sp_modules_is_text(ip) && scans < SP_MAX_SCANS) {
 			/* JIT or unknown code: libunwind would guess from rbp */
@@ -332,7 +335,7 @@ SP_SIGSAFE static void sp_rule(const struct sp_modsnap *s, const struct sp_mod *
 	sp_rulecache_put(addr, s->epoch, sp_cfi_pack(r));
 }
 
-SP_SIGSAFE static size_t sp_unwind_cached(ucontext_t *uc, uint64_t *pcs, size_t max,
+SP_SIGSAFE static size_t sp_unwind_cached(ucontext_t *uc, uint64_t *pcs, uint64_t *sps, size_t max,
 					  uint32_t *flags, struct sp_unwind_count *cnt)
 {
 	const struct sp_modsnap *snap = sp_modules_current();
@@ -355,6 +358,8 @@ SP_SIGSAFE static size_t sp_unwind_cached(ucontext_t *uc, uint64_t *pcs, size_t 
 			*flags |= SP_STACK_TRUNCATED;
 			break;
 		}
+		if (sps)
+			sps[n] = w.sp;
 		pcs[n++] = w.ip;
 		uintptr_t addr = w.exact ? w.ip : w.ip - 1;
 		const struct sp_mod *m = sp_modsnap_text(snap, addr);
@@ -404,8 +409,8 @@ SP_SIGSAFE static size_t sp_unwind_cached(ucontext_t *uc, uint64_t *pcs, size_t 
 	return n;
 }
 
-size_t sp_unwind_signal(void *ucv, uint64_t *pcs, size_t max, uint32_t *flags, bool reference,
-			struct sp_unwind_count *cnt)
+size_t sp_unwind_signal(void *ucv, uint64_t *pcs, uint64_t *sps, size_t max, uint32_t *flags,
+			bool reference, struct sp_unwind_count *cnt)
 {
 	ucontext_t *uc = ucv;
 	if (max == 0) {
@@ -413,6 +418,6 @@ size_t sp_unwind_signal(void *ucv, uint64_t *pcs, size_t max, uint32_t *flags, b
 		return 0;
 	}
 	if (reference)
-		return sp_unwind_libunwind(uc, pcs, max, flags, cnt);
-	return sp_unwind_cached(uc, pcs, max, flags, cnt);
+		return sp_unwind_libunwind(uc, pcs, sps, max, flags, cnt);
+	return sp_unwind_cached(uc, pcs, sps, max, flags, cnt);
 }

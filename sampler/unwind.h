@@ -45,12 +45,13 @@ struct sp_unwind_count {
 /*
  * Walks the stack of the interrupted context uc (the handler's third
  * argument) into pcs: pcs[0] is the interrupted PC, then return addresses,
- * at most max. ORs SP_STACK_* flags into *flags and adds the steps taken to
- * *cnt. reference: libunwind for every frame (STACKPROF_UNWIND=libunwind,
- * and what STACKPROF_UNWIND=check compares against). Returns the depth
+ * at most max; sps, if not NULL, gets each frame's stack pointer (the
+ * frame's locals lie between it and the next one's). ORs SP_STACK_* flags
+ * into *flags and adds the steps taken to *cnt. reference: libunwind for every frame
+ * (STACKPROF_UNWIND=libunwind, and what STACKPROF_UNWIND=check compares against). Returns the depth
  * (>= 1 unless max is 0). Signal-safe.
  */
-SP_SIGSAFE size_t sp_unwind_signal(void *uc, uint64_t *pcs, size_t max, uint32_t *flags,
-				   bool reference, struct sp_unwind_count *cnt);
+SP_SIGSAFE size_t sp_unwind_signal(void *uc, uint64_t *pcs, uint64_t *sps, size_t max,
+				   uint32_t *flags, bool reference, struct sp_unwind_count *cnt);
 
 #endif

@@ -8,6 +8,8 @@
 #include "handler.h"
 #include "modules.h"
 #include "profile.h"
+#include "pystack.h"
+#include "python.h"
 #include "sampler.h"
 #include "signals.h"
 #include "sigstack.h"
@@ -68,6 +70,7 @@ struct sp_wstate {
 	struct sp_recmod *mods;
 	size_t n_mods, cap_mods;
 	uint64_t mod_gen;
+	uint64_t py_gen; /* the Python status last recorded */
 	/* thread names emitted, by slot */
 	pid_t name_tid[SP_MAX_THREADS];
 	char name[SP_MAX_THREADS][16];
@@ -220,12 +223,32 @@ static void sp_module_record(const struct sp_mod *m, void *arg)
 	sp_writer_module(s->w, &rec);
 }
 
+/* Records what the sampler made of Python, when that changed. */
+static void sp_python_sync(struct sp_wstate *s)
+{
+	uint64_t gen = atomic_load(&sp_py.status_gen);
+	if (gen == s->py_gen)
+		return;
+	s->py_gen = gen;
+	struct sp_prof_pyinfo i = {
+	    .version = sp_py.version,
+	    .flags = atomic_load(&sp_py.active) ? SP_PYINFO_ACTIVE : 0,
+	    .module = sp_py.module,
+	    .status = sp_py.status,
+	    .time_ns = sp_now_ns() - sp_g.start_mono_ns,
+	};
+	sp_writer_pyinfo(s->w, &i);
+}
+
 static void sp_modules_sync(struct sp_wstate *s)
 {
 	sp_modules_refresh_if_changed();
 	uint64_t gen = sp_modules_generation();
 	if (gen == s->mod_gen)
 		return;
+	/* a program that embeds Python may load it late */
+	if (s->mod_gen)
+		sp_python_refresh();
 	s->mod_gen = gen;
 	for (size_t i = 0; i < s->n_mods; i++)
 		s->mods[i].seen = false;
@@ -338,6 +361,15 @@ static void sp_drain_slot(struct sp_wstate *s, uint32_t i, struct sp_thread *t)
 	uint32_t flags;
 	bool named = s->name_tid[i] == t->tid;
 	while ((e = sp_ring_peek(&t->ring, &words, &flags))) {
+		if (flags & SP_RING_PYCODE) {
+			/* a code object this thread met first: named once */
+			struct sp_prof_pycode c;
+			if (sp_pystack_code_decode(e, words, &c) == 0)
+				sp_writer_pycode(s->w, &c);
+			sp_pystack_code_release(&c);
+			sp_ring_pop(&t->ring);
+			continue;
+		}
 		if (!named) {
 			sp_thread_name(s, i, t->tid, NULL);
 			named = true;
@@ -538,6 +570,7 @@ static void sp_writer_failed(struct sp_wstate *s, int err)
 static void sp_flush(struct sp_wstate *s, uint32_t flags)
 {
 	sp_modules_sync(s);
+	sp_python_sync(s);
 	sp_drain_all(s, true);
 	sp_jit_sync(s);
 	sp_write_stats(s, flags);

@@ -108,6 +108,12 @@ static void sp_info_print(FILE *f, const char *path, const struct sp_profile *p,
 		    "handler:     %.1f us of CPU per sample in the handler body (unwinding; not "
 		    "the timer or signal delivery)\n",
 		    (double)st->handler_ns / 1e3 / (double)s.samples);
+	if (p->n_pyinfos) {
+		const struct sp_prof_pyinfo *pi = &p->pyinfos[p->n_pyinfos - 1];
+		fprintf(f, "python:      %s\n", pi->status ? pi->status : "?");
+		fprintf(f, "             %s; %zu code objects named\n",
+			pi->module ? pi->module : "?", p->n_pycodes);
+	}
 	if (st->handler_stack)
 		fprintf(f, "stack use:   %llu KiB at most of the handler's own %u KiB stack\n",
 			(unsigned long long)st->handler_stack / 1024, 64u);

@@ -105,8 +105,14 @@ check "top and table agree on ResNet/layer1's samples" \
 "$SP" diff --aggregate-by module-path --compare total m.prof v.prof >diff.txt
 grep -E 'ResNet/layer1/1|^Status|comparing' diff.txt
 status() { awk -v n="$1" '$NF == n { print $1; exit }' diff.txt; }
+# a batch norm takes a few samples at most: it can only be "removed" if
+# the base run sampled it at all
 for p in ResNet/layer1/1/conv1 ResNet/layer1/1/conv2 ResNet/layer1/1/bn1; do
-	check "diff: $p removed" [ "$(status $p)" = removed ]
+	if [ "$(f $p 6)" -ge 3 ]; then
+		check "diff: $p removed" [ "$(status $p)" = removed ]
+	else
+		say "diff: $p had $(f $p 6) samples in the base run: not checked"
+	fi
 done
 check "diff: ResNet/layer1 decreased (one block of two left)" [ "$(status ResNet/layer1)" = decreased ]
 check "diff: Twice removed (the variant does not run it)" [ "$(status Twice)" = removed ]

@@ -1,0 +1,548 @@
+/*
+ * pystack.c - Python frames in the signal handler (pystack.h).
+ */
+#include "pystack.h"
+#include "profile.h"
+#include "python.h"
+#include "ring.h"
+#include "saferead.h"
+#include "sampler.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+/* ---- the code table ----------------------------------------------------- */
+
+#define SP_CODES	(1u << 16) /* slots: a program's live code objects that run */
+#define SP_CODE_PROBES	16
+#define SP_CODE_DROPPED ((uintptr_t)1) /* a slot whose code died: free for another */
+
+struct sp_codeent {
+	_Atomic uintptr_t addr; /* the code object, 0 (never used) or SP_CODE_DROPPED */
+	_Atomic uint32_t id;	/* 0 while being filled */
+	_Atomic uint32_t fp;	/* what named it (sp_code_fp): a check, should a death be missed */
+};
+
+static struct sp_codeent *sp_codes;
+static _Atomic uint32_t sp_code_ids; /* the last id given */
+
+int sp_pystack_init(void)
+{
+	if (sp_codes)
+		return 0;
+	void *p = mmap(NULL, SP_CODES * sizeof(*sp_codes), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	sp_codes = p;
+	return 0;
+}
+
+SP_SIGSAFE static uint32_t sp_code_hash(uintptr_t addr)
+{
+	uint64_t h = (uint64_t)addr * 0x9e3779b97f4a7c15ull;
+	return (uint32_t)(h >> 40) & (SP_CODES - 1);
+}
+
+void sp_pystack_forget(uintptr_t addr)
+{
+	if (!sp_codes)
+		return;
+	uint32_t h = sp_code_hash(addr);
+	for (uint32_t i = 0; i < SP_CODE_PROBES; i++) {
+		struct sp_codeent *e = &sp_codes[(h + i) & (SP_CODES - 1)];
+		uintptr_t a = atomic_load(&e->addr);
+		if (a == 0)
+			return;
+		if (a == addr)
+			atomic_compare_exchange_strong(&e->addr, &a, SP_CODE_DROPPED);
+	}
+}
+
+/* ---- per-thread scratch ----------------------------------------------- */
+
+/*
+ * Layout, each array max_depth long: the native PCs and their stack
+ * pointers (the unwinder writes them), the Python frames' words, the
+ * segment (eval call) of each, and each segment's marker address.
+ */
+size_t sp_pystack_scratch_size(void)
+{
+	return (size_t)sp_g.cfg.max_depth * (4 * sizeof(uint64_t) + sizeof(uint32_t));
+}
+
+uint64_t *sp_pystack_pcs(struct sp_thread *t)
+{
+	return atomic_load_explicit(&t->py_scratch, memory_order_acquire);
+}
+
+uint64_t *sp_pystack_sps(struct sp_thread *t)
+{
+	uint64_t *s = atomic_load_explicit(&t->py_scratch, memory_order_acquire);
+	return s ? s + sp_g.cfg.max_depth : NULL;
+}
+
+/* ---- reading ------------------------------------------------------------ */
+
+/* A copy from the interpreter's memory; false for an address no object
+ * can have, or one that faulted. */
+SP_SIGSAFE static bool sp_rd(void *dst, uintptr_t src, size_t n)
+{
+	if (src < 4096 || src > 0x00007fffffffffffull - n)
+		return false;
+	return sp_safe_copy(dst, (const void *)src, n) == 0;
+}
+
+SP_SIGSAFE static uintptr_t sp_word(const uint8_t *buf, uint32_t off)
+{
+	uintptr_t v;
+	memcpy(&v, buf + off, sizeof(v));
+	return v;
+}
+
+SP_SIGSAFE static int32_t sp_i32(const uint8_t *buf, uint32_t off)
+{
+	int32_t v;
+	memcpy(&v, buf + off, sizeof(v));
+	return v;
+}
+
+/* This thread's PyThreadState, or 0 (no interpreter yet, a thread it
+ * doesn't know, or a layout that does not fit). */
+SP_SIGSAFE static uintptr_t sp_tstate(void)
+{
+	const struct sp_pylayout *L = &sp_py.L;
+	int32_t tss[2]; /* Py_tss_t: int _is_initialized; pthread_key_t _key */
+	if (!sp_rd(tss, sp_py.runtime + L->rt_tss_key, sizeof(tss)) || tss[0] != 1 ||
+	    (uint32_t)tss[1] >= 32)
+		return 0;
+	uintptr_t self = (uintptr_t)pthread_self(), ts, tid;
+	if (!sp_rd(&ts, self + sp_py.specific + 16 * (uint32_t)tss[1] + 8, sizeof(ts)) || !ts)
+		return 0;
+	if (!sp_rd(&tid, ts + L->ts_thread_id, sizeof(tid)) || tid != self) {
+		atomic_fetch_add_explicit(&sp_py.bad_tstates, 1, memory_order_relaxed);
+		return 0;
+	}
+	return ts;
+}
+
+/* ---- naming a code object --------------------------------------------- */
+
+/* Bytes of a code object's header the handler reads: every field used. */
+#define SP_CODE_HDR 256
+/* The most of each part a PYCODE entry copies. */
+#define SP_MAX_NAME  512
+#define SP_MAX_FILE  2048
+#define SP_MAX_TABLE (32u << 10)
+
+SP_SIGSAFE static uint32_t sp_code_fp(const uint8_t *hdr)
+{
+	const struct sp_pylayout *L = &sp_py.L;
+	uint64_t h = (uint64_t)(uint32_t)sp_i32(hdr, L->co_firstlineno) * 0x100000001b3ull;
+	h ^= sp_word(hdr, L->co_name);
+	h *= 0x9e3779b97f4a7c15ull;
+	h ^= sp_word(hdr, L->co_filename);
+	h *= 0x9e3779b97f4a7c15ull;
+	h ^= L->co_qualname ? sp_word(hdr, L->co_qualname) : 0;
+	h *= 0x9e3779b97f4a7c15ull;
+	h ^= sp_word(hdr, L->co_linetable);
+	h *= 0x9e3779b97f4a7c15ull;
+	uint32_t fp = (uint32_t)(h >> 32) ^ (uint32_t)h;
+	return fp ? fp : 1;
+}
+
+/*
+ * A str object's characters: copies at most cap bytes to dst and says how
+ * many characters of which width (1, 2 or 4 bytes). Only compact strings,
+ * which every name and file name of a code object is. false if not.
+ */
+SP_SIGSAFE static bool sp_rd_str(uintptr_t obj, uint8_t *dst, size_t cap, uint32_t *len,
+				 uint32_t *kind)
+{
+	const struct sp_pylayout *L = &sp_py.L;
+	uint8_t hdr[80];
+	if (!sp_rd(hdr, obj, L->str_compact_data))
+		return false;
+	uint64_t n;
+	uint32_t state;
+	memcpy(&n, hdr + L->str_length, sizeof(n));
+	memcpy(&state, hdr + L->str_state, sizeof(state));
+	uint32_t k = (state >> SP_PYSTR_KIND_SHIFT) & SP_PYSTR_KIND_MASK;
+	if (!(state & SP_PYSTR_COMPACT) || (k != 1 && k != 2 && k != 4) || n > (1u << 24))
+		return false;
+	uint32_t data = (state & SP_PYSTR_ASCII) ? L->str_ascii_data : L->str_compact_data;
+	size_t bytes = (size_t)n * k;
+	if (bytes > cap)
+		bytes = cap - cap % k;
+	if (!sp_rd(dst, obj + data, bytes))
+		return false;
+	*len = (uint32_t)(bytes / k);
+	*kind = k;
+	return true;
+}
+
+/*
+ * A PYCODE ring entry, in words:
+ *   [0] id | minor << 32 | flags << 40   [1] firstlineno
+ *   [2] name chars | kind << 32          [3] qualname chars | kind << 32
+ *   [4] filename chars | kind << 32      [5] line table bytes
+ *   then the four byte strings back to back, padded to a word.
+ */
+#define SP_PYC_HEAD 6
+
+/* Copies code object code (its header in hdr) into a new PYCODE entry of
+ * t's ring under id. false if the ring is full or the code unreadable. */
+SP_SIGSAFE static bool sp_emit_code(struct sp_thread *t, uintptr_t code, const uint8_t *hdr,
+				    uint32_t id)
+{
+	const struct sp_pylayout *L = &sp_py.L;
+	size_t max_words = SP_PYC_HEAD + (SP_MAX_NAME * 2 + SP_MAX_FILE + SP_MAX_TABLE) / 8 + 4;
+	uint64_t *e = sp_ring_reserve(&t->ring, max_words);
+	if (!e)
+		return false;
+	uint8_t *bytes = (uint8_t *)(e + SP_PYC_HEAD);
+	size_t at = 0;
+	uint32_t flags = 0, len, kind;
+	uintptr_t strs[3] = {sp_word(hdr, L->co_name),
+			     L->co_qualname ? sp_word(hdr, L->co_qualname) : 0,
+			     sp_word(hdr, L->co_filename)};
+	size_t caps[3] = {SP_MAX_NAME, SP_MAX_NAME, SP_MAX_FILE};
+	for (int i = 0; i < 3; i++) {
+		len = kind = 0;
+		if (strs[i] && !sp_rd_str(strs[i], bytes + at, caps[i], &len, &kind))
+			return false; /* the reservation is simply not committed */
+		if ((size_t)len * (kind ? kind : 1) >= caps[i])
+			flags |= SP_PYCODE_CUT_NAME;
+		e[2 + i] = len | (uint64_t)kind << 32;
+		at += (size_t)len * kind;
+	}
+	/* the line table: a bytes object */
+	uintptr_t table = sp_word(hdr, L->co_linetable);
+	uint8_t bh[40];
+	uint64_t tlen = 0;
+	if (table && sp_rd(bh, table, L->bytes_data)) {
+		memcpy(&tlen, bh + L->bytes_size, sizeof(tlen));
+		if (tlen > SP_MAX_TABLE) {
+			tlen = SP_MAX_TABLE;
+			flags |= SP_PYCODE_CUT_TABLE;
+		}
+		if (!sp_rd(bytes + at, table + L->bytes_data, tlen))
+			tlen = 0;
+	}
+	at += tlen;
+	e[5] = tlen;
+	e[0] = id | (uint64_t)sp_py.L.minor << 32 | (uint64_t)flags << 40;
+	e[1] = (uint64_t)(int64_t)sp_i32(hdr, L->co_firstlineno);
+	(void)code;
+	sp_ring_commit(&t->ring, SP_PYC_HEAD + (at + 7) / 8, SP_RING_PYCODE);
+	return true;
+}
+
+/* The id of code (header hdr): from the table, or a new one named now.
+ * 0 when it can't be named (the ring is full): the frame is unknown. */
+SP_SIGSAFE static uint32_t sp_code_id(struct sp_thread *t, uintptr_t code, const uint8_t *hdr)
+{
+	uint32_t fp = sp_code_fp(hdr);
+	uint32_t h = sp_code_hash(code);
+	struct sp_codeent *free_slot = NULL;
+	for (uint32_t i = 0; i < SP_CODE_PROBES; i++) {
+		struct sp_codeent *e = &sp_codes[(h + i) & (SP_CODES - 1)];
+		uintptr_t a = atomic_load_explicit(&e->addr, memory_order_acquire);
+		if (a == code) {
+			uint32_t id = atomic_load_explicit(&e->id, memory_order_acquire);
+			if (id && atomic_load_explicit(&e->fp, memory_order_relaxed) == fp)
+				return id;
+			free_slot = e; /* stale (a death missed): named again below */
+			break;
+		}
+		if (!free_slot && (a == 0 || a == SP_CODE_DROPPED))
+			free_slot = e;
+		if (a == 0)
+			break;
+	}
+	uint32_t id = atomic_fetch_add_explicit(&sp_code_ids, 1, memory_order_relaxed) + 1;
+	if (!sp_emit_code(t, code, hdr, id))
+		return 0;
+	if (free_slot) {
+		uintptr_t a = atomic_load(&free_slot->addr);
+		/* another thread may take the slot first: then this code is named
+		 * twice, and both records describe it */
+		if (a == code || atomic_compare_exchange_strong(&free_slot->addr, &a, code)) {
+			atomic_store_explicit(&free_slot->id, 0, memory_order_relaxed);
+			atomic_store_explicit(&free_slot->fp, fp, memory_order_relaxed);
+			atomic_store_explicit(&free_slot->id, id, memory_order_release);
+		}
+	}
+	return id;
+}
+
+/* ---- walking the frames ------------------------------------------------- */
+
+struct sp_walk_out {
+	uint64_t *words; /* the Python frames, innermost first */
+	uint32_t *seg;	 /* the eval call (segment) of each */
+	uint64_t *marks; /* per segment: its marker address, 0 if not known */
+	size_t n, nseg, max;
+};
+
+/*
+ * Reads code object code and appends its frame to out, in the current
+ * segment: its instruction (3.10: lasti, in code units; after: instr_ptr,
+ * an address in the code) or SP_PYFRAME_NO_INSTR. A frame that has not
+ * started yet is left out, as CPython leaves it out of tracebacks; a
+ * generator's is never "not started".
+ */
+SP_SIGSAFE static void sp_add_frame(struct sp_thread *t, struct sp_walk_out *o, uintptr_t code,
+				    uintptr_t instr_ptr, int32_t lasti, bool generator)
+{
+	const struct sp_pylayout *L = &sp_py.L;
+	uint8_t hdr[SP_CODE_HDR];
+	uint32_t id = 0, instr = SP_PYFRAME_NO_INSTR;
+	if (sp_rd(hdr, code, SP_CODE_HDR) && sp_word(hdr, L->ob_type) == sp_py.code_type) {
+		if (L->kind == SP_PYFRAMES_310) {
+			if (lasti >= 0)
+				instr = (uint32_t)lasti;
+		} else {
+			uintptr_t first = code + L->co_code_adaptive;
+			int64_t units = (int64_t)(instr_ptr - first) / 2;
+			int64_t nunits = (int64_t)sp_word(hdr, L->co_nunits);
+			if (!generator && units < sp_i32(hdr, L->co_firsttraceable))
+				return;
+			if (instr_ptr >= first && units < nunits)
+				instr = (uint32_t)units;
+		}
+		id = sp_code_id(t, code, hdr);
+	}
+	if (!id)
+		atomic_fetch_add_explicit(&t->py_unreadable, 1, memory_order_relaxed);
+	o->words[o->n] = sp_pyframe_word(id, instr);
+	o->seg[o->n] = (uint32_t)o->nseg;
+	o->n++;
+}
+
+/* Closes the current segment with its marker. */
+SP_SIGSAFE static void sp_end_segment(struct sp_walk_out *o, uintptr_t mark)
+{
+	if (o->nseg < o->max) {
+		o->marks[o->nseg] = mark;
+		o->nseg++;
+	}
+}
+
+/* The thread's frames from tstate ts, into o. */
+SP_SIGSAFE static void sp_walk(struct sp_thread *t, uintptr_t ts, struct sp_walk_out *o)
+{
+	const struct sp_pylayout *L = &sp_py.L;
+	uintptr_t frame = 0, cf = 0, root_cf = 0;
+	if (L->kind == SP_PYFRAMES_311 || L->kind == SP_PYFRAMES_312) {
+		root_cf = ts + L->ts_root_cframe;
+		if (!sp_rd(&cf, ts + L->ts_frame, sizeof(cf)) ||
+		    !sp_rd(&frame, cf + L->cf_current_frame, sizeof(frame)))
+			return;
+	} else if (!sp_rd(&frame, ts + L->ts_frame, sizeof(frame))) {
+		return;
+	}
+	uint8_t fb[128];
+	size_t fsize = L->fr_instr + 8; /* the frame's fields end at most here */
+	if (L->fr_code + 8 > fsize)
+		fsize = L->fr_code + 8;
+	if (L->fr_previous + 8 > fsize)
+		fsize = L->fr_previous + 8;
+	if (L->fr_owner + 1 > fsize)
+		fsize = L->fr_owner + 1;
+	if (L->fr_is_entry + 1 > fsize)
+		fsize = L->fr_is_entry + 1;
+	for (int steps = 0; frame && o->n < o->max && o->nseg < o->max && steps < 4096; steps++) {
+		if (!sp_rd(fb, frame, fsize)) {
+			/* a frame that can't be read ends the walk, and says so */
+			o->words[o->n] = sp_pyframe_word(0, SP_PYFRAME_NO_INSTR);
+			o->seg[o->n++] = (uint32_t)o->nseg;
+			atomic_fetch_add_explicit(&t->py_unreadable, 1, memory_order_relaxed);
+			break;
+		}
+		uintptr_t code = sp_word(fb, L->fr_code);
+		uintptr_t prev = sp_word(fb, L->fr_previous);
+		if (L->kind == SP_PYFRAMES_310) {
+			sp_add_frame(t, o, code, 0, sp_i32(fb, L->fr_instr), false);
+			sp_end_segment(o, 0); /* placed by the eval call's code address */
+		} else if (L->kind >= SP_PYFRAMES_312 && fb[L->fr_owner] == SP_PY_OWNED_BY_CSTACK) {
+			/* the shim that starts an eval call: a local of its C frame */
+			sp_end_segment(o, frame);
+		} else {
+			sp_add_frame(t, o, code, sp_word(fb, L->fr_instr), 0,
+				     fb[L->fr_owner] == SP_PY_OWNED_BY_GENERATOR);
+			if (L->kind == SP_PYFRAMES_311 && fb[L->fr_is_entry]) {
+				/* the first frame this eval call ran */
+				sp_end_segment(o, cf == root_cf ? 0 : cf);
+				if (!sp_rd(&cf, cf + L->cf_previous, sizeof(cf)))
+					cf = 0;
+			}
+		}
+		frame = prev;
+	}
+	/* frames after the last boundary: placed where nothing is known */
+	if (o->n && (!o->nseg || o->seg[o->n - 1] >= o->nseg))
+		sp_end_segment(o, 0);
+}
+
+/* ---- merging ------------------------------------------------------------ */
+
+/* Whether native frame i (pcs[i], a return address when i > 0) is in
+ * _PyEval_EvalFrameDefault. */
+SP_SIGSAFE static bool sp_is_eval(const uint64_t *pcs, size_t i)
+{
+	uintptr_t pc = pcs[i] - (i ? 1 : 0);
+	return pc >= sp_py.eval_lo && pc < sp_py.eval_hi;
+}
+
+/* The scratch arrays of t, as the walk fills them. */
+SP_SIGSAFE static struct sp_walk_out sp_scratch(struct sp_thread *t)
+{
+	uint64_t *base = sp_pystack_pcs(t);
+	size_t m = sp_g.cfg.max_depth;
+	struct sp_walk_out o = {.words = base + 2 * m,
+				.marks = base + 3 * m,
+				.seg = (uint32_t *)(base + 4 * m),
+				.max = m};
+	return o;
+}
+
+struct sp_pyframes sp_pystack_read(struct sp_thread *t)
+{
+	struct sp_walk_out o = sp_scratch(t);
+	uintptr_t ts = atomic_load_explicit(&sp_py.active, memory_order_relaxed) ? sp_tstate() : 0;
+	if (ts)
+		sp_walk(t, ts, &o);
+	return (struct sp_pyframes){o.n, o.nseg};
+}
+
+size_t sp_pystack_place(struct sp_thread *t, struct sp_pyframes pf, const uint64_t *pcs,
+			const uint64_t *sps, size_t n, uint64_t *out, size_t max, uint32_t *flags)
+{
+	struct sp_walk_out o = sp_scratch(t);
+	o.n = pf.n;
+	o.nseg = pf.nseg;
+	/* place each segment: the native frame it runs in, going outwards */
+	size_t k = 0, f = 0, e = 0;
+	for (size_t s = 0; s < o.nseg; s++) {
+		uint64_t mark = o.marks[s];
+		size_t at = n; /* not placed: after every native frame */
+		if (sp_py.L.kind == SP_PYFRAMES_310) {
+			while (e < n && !sp_is_eval(pcs, e))
+				e++;
+			if (e < n)
+				at = e++;
+		} else if (mark) {
+			size_t j = e;
+			while (j < n && !(sps[j] <= mark && (j + 1 == n || mark < sps[j + 1])))
+				j++;
+			if (j < n) {
+				at = j;
+				e = j;
+			}
+		}
+		if (at == n && f < o.n)
+			*flags |= SP_STACK_PY_UNPLACED;
+		/* native frames inside it, then its Python frames */
+		for (; k < at && k < n; k++) {
+			if (f + k >= max)
+				goto full;
+			out[f + k] = pcs[k];
+		}
+		while (f < o.n && o.seg[f] == s) {
+			if (f + k >= max)
+				goto full;
+			out[f + k] = o.words[f];
+			f++;
+		}
+	}
+	for (; k < n; k++) {
+		if (f + k >= max)
+			goto full;
+		out[f + k] = pcs[k];
+	}
+	return f + k;
+full:
+	*flags |= SP_STACK_TRUNCATED;
+	return max;
+}
+
+/* ---- the writer's side ---------------------------------------------------- */
+
+/* n characters of width kind at p, as UTF-8 (malloc'd). */
+static char *sp_utf8(const uint8_t *p, uint32_t n, uint32_t kind)
+{
+	char *s = malloc((size_t)n * 4 + 1), *d = s;
+	if (!s)
+		return NULL;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t c;
+		if (kind == 1)
+			c = p[i];
+		else if (kind == 2)
+			c = (uint32_t)p[2 * i] | (uint32_t)p[2 * i + 1] << 8;
+		else
+			memcpy(&c, p + 4 * i, 4);
+		if (c < 0x80) {
+			*d++ = (char)c;
+		} else if (c < 0x800) {
+			*d++ = (char)(0xc0 | c >> 6);
+			*d++ = (char)(0x80 | (c & 0x3f));
+		} else if (c < 0x10000) {
+			*d++ = (char)(0xe0 | c >> 12);
+			*d++ = (char)(0x80 | ((c >> 6) & 0x3f));
+			*d++ = (char)(0x80 | (c & 0x3f));
+		} else if (c < 0x110000) {
+			*d++ = (char)(0xf0 | c >> 18);
+			*d++ = (char)(0x80 | ((c >> 12) & 0x3f));
+			*d++ = (char)(0x80 | ((c >> 6) & 0x3f));
+			*d++ = (char)(0x80 | (c & 0x3f));
+		} else {
+			*d++ = '?';
+		}
+	}
+	*d = '\0';
+	return s;
+}
+
+int sp_pystack_code_decode(const uint64_t *w, size_t n, struct sp_prof_pycode *c)
+{
+	memset(c, 0, sizeof(*c));
+	if (n < SP_PYC_HEAD)
+		return -EINVAL;
+	c->id = (uint32_t)w[0];
+	c->minor = (uint32_t)(w[0] >> 32) & 0xff;
+	c->flags = (uint32_t)(w[0] >> 40) & 0xff;
+	c->firstlineno = (int32_t)(int64_t)w[1];
+	const uint8_t *p = (const uint8_t *)(w + SP_PYC_HEAD);
+	size_t avail = (n - SP_PYC_HEAD) * 8, at = 0;
+	char **dst[3] = {&c->name, &c->qualname, &c->filename};
+	for (int i = 0; i < 3; i++) {
+		uint32_t len = (uint32_t)w[2 + i], kind = (uint32_t)(w[2 + i] >> 32);
+		size_t bytes = (size_t)len * kind;
+		if (at + bytes > avail)
+			return -EINVAL;
+		if (kind)
+			*dst[i] = sp_utf8(p + at, len, kind);
+		at += bytes;
+	}
+	size_t tlen = (size_t)w[5];
+	if (at + tlen > avail)
+		return -EINVAL;
+	c->linetable = malloc(tlen ? tlen : 1);
+	if (c->linetable)
+		memcpy(c->linetable, p + at, tlen);
+	c->linetable_len = tlen;
+	return 0;
+}
+
+void sp_pystack_code_release(struct sp_prof_pycode *c)
+{
+	free(c->name);
+	free(c->qualname);
+	free(c->filename);
+	free(c->linetable);
+	memset(c, 0, sizeof(*c));
+}
