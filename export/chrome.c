@@ -88,8 +88,11 @@ static int sp_flush_thread(struct sp_chrome *c, int tid)
 		sp_json_us(out, s->end - s->start);
 		fputs(",\"name\":", out);
 		sp_json_str(out, sp_labels_text(c->labels, c->lab[s->frame]));
-		fprintf(out, ",\"cat\":\"%s\"", f->kind == SP_MFRAME_RANGE ? "range" : "native");
-		if (f->kind < SP_MFRAME_RANGE && (f->file || f->module)) {
+		fprintf(out, ",\"cat\":\"%s\"",
+			f->kind == SP_MFRAME_RANGE    ? "range"
+			: f->kind == SP_MFRAME_PYTHON ? "python"
+						      : "native");
+		if (sp_mframe_is_code(f) && (f->file || f->module)) {
 			const char *sep = "";
 			fputs(",\"args\":{", out);
 			if (f->file) {

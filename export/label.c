@@ -28,7 +28,7 @@ void sp_label_append(struct sp_buf *b, const struct sp_mframe *f, enum sp_label_
 {
 	const char *func = f->func && f->func[0] ? f->func : "[unknown]";
 	char num[16];
-	bool has_file = f->file && f->file[0] && f->kind < SP_MFRAME_RANGE;
+	bool has_file = f->file && f->file[0] && sp_mframe_is_code(f);
 	if (!has_file || st == SP_LABEL_FUNC) {
 		sp_buf_puts(b, func);
 		return;

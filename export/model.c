@@ -97,6 +97,8 @@ struct sp_builder {
 	size_t thread_frame_cap;
 	uint32_t trunc_frame, unwerr_frame, unknown_frame; /* + 1, 0 until made */
 	const char *interp; /* the module of the Python interpreter (basename), or NULL */
+	char **pymod;	    /* per PYCODE record: its Python module name (model-owned), or NULL */
+	size_t pymod_cap;
 };
 
 static bool sp_str_eq(const char *a, const char *b)
@@ -369,6 +371,43 @@ static bool sp_pc_eq(const void *ctx, uint32_t idx)
  * whose record is missing (a cut-off profile), is a frame of its own, named
  * as such: never guessed.
  */
+/*
+ * A Python file's module, as Python would name it: the path under
+ * site-packages or the standard library, without .py, dots for slashes
+ * ("torch.nn.modules.conv", "threading"); a script by its name; a
+ * pseudo-file ("<string>") as it is. malloc'd.
+ */
+static char *sp_python_module(const char *file)
+{
+	const char *p = file;
+	static const char *const roots[] = {"/site-packages/", "/dist-packages/"};
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+		const char *q = strstr(file, roots[i]);
+		if (q) {
+			p = q + strlen(roots[i]);
+			break;
+		}
+	}
+	const char *lib = p == file ? strstr(file, "/lib/python3") : NULL;
+	if (lib && strchr(lib + 12, '/'))
+		p = strchr(lib + 12, '/') + 1;
+	else if (p == file && file[0] != '<')
+		p = sp_basename(file);
+	char *m = strdup(p);
+	if (!m)
+		return NULL;
+	size_t n = strlen(m);
+	if (n > 3 && !strcmp(m + n - 3, ".py"))
+		m[n -= 3] = '\0';
+	if (n > 9 && !strcmp(m + n - 9, "/__init__"))
+		m[n -= 9] = '\0';
+	if (m[0] != '<')
+		for (char *c = m; *c; c++)
+			if (*c == '/')
+				*c = '.';
+	return m;
+}
+
 static struct sp_frame sp_python_frame(struct sp_builder *b, uint64_t word)
 {
 	struct sp_frame f = {.func = "[unreadable Python frame]", .kind = SP_FRAME_FUNC};
@@ -381,6 +420,16 @@ static struct sp_frame sp_python_frame(struct sp_builder *b, uint64_t word)
 	}
 	f.func = c->qualname && c->qualname[0] ? c->qualname : c->name ? c->name : "[unnamed code]";
 	f.file = c->filename;
+	if (c->filename) {
+		/* one module string per code record, owned by the model */
+		size_t idx = (size_t)(c - b->m->prof->pycodes);
+		if (!sp_array_grow((void **)&b->pymod, &b->pymod_cap, b->m->prof->n_pycodes,
+				   sizeof(*b->pymod))) {
+			if (!b->pymod[idx])
+				b->pymod[idx] = sp_model_own(b, sp_python_module(c->filename));
+			f.module = b->pymod[idx];
+		}
+	}
 	int line;
 	if (instr != SP_PYFRAME_NO_INSTR &&
 	    sp_pyline_addr2line(c->minor, c->linetable, c->linetable_len, c->firstlineno, instr,
@@ -783,6 +832,7 @@ out:
 	free(b.cur_locs.v);
 	free(b.range_frame);
 	free(b.range_keep);
+	free(b.pymod);
 	free(b.thread_frame);
 	if (err) {
 		sp_model_free(b.m);

@@ -28,11 +28,15 @@
 #define SP_MFRAME_UNWERR 103 /* marks a stack the unwinder stopped early: "[unwind error]" */
 #define SP_MFRAME_PYTHON 104 /* a Python frame: func is its qualname, file and line its source */
 
+/* Whether f is code (native or Python): it has a function, and maybe a
+ * file, a line and a module. Ranges, thread roots and markers are not. */
+#define sp_mframe_is_code(f) ((f)->kind < SP_MFRAME_RANGE || (f)->kind == SP_MFRAME_PYTHON)
+
 struct sp_mframe {
 	const char *func;
 	const char *file; /* NULL if unknown */
 	unsigned line;
-	const char *module; /* basename, NULL if none */
+	const char *module; /* basename, NULL if none; a Python frame's module name */
 	uint64_t offset;
 	int kind; /* enum sp_frame_kind or SP_MFRAME_* */
 };

@@ -89,7 +89,7 @@ static void sp_pp_functions(struct sp_pp *p)
 	sp_buf_init(&key);
 	for (size_t i = 0; i < m->n_frames && !p->oom; i++) {
 		const struct sp_mframe *f = &m->frames[i];
-		const char *file = f->kind < SP_MFRAME_RANGE && f->file ? f->file : "";
+		const char *file = sp_mframe_is_code(f) && f->file ? f->file : "";
 		sp_buf_reset(&key);
 		sp_buf_put_bytes(&key, f->func, strlen(f->func));
 		sp_buf_put_u8(&key, 0x1f);

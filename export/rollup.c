@@ -9,8 +9,8 @@
 
 int sp_rollup_by_parse(const char *s, enum sp_rollup_by *out)
 {
-	static const char *const names[] = {"function", "file", "module",
-					    "thread",	"op",	"module-path"};
+	static const char *const names[] = {"function", "file",	       "module", "thread",
+					    "op",	"module-path", "line"};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strcmp(s, names[i])) {
 			*out = (enum sp_rollup_by)i;
@@ -24,6 +24,7 @@ const char *sp_rollup_by_noun(enum sp_rollup_by by, bool plural)
 	static const char *const nouns[][2] = {
 	    {"function", "functions"}, {"file", "files"},	  {"module", "modules"},
 	    {"thread", "threads"},     {"operator", "operators"}, {"module path", "module paths"},
+	    {"line", "lines"},
 	};
 	return nouns[by][plural];
 }
@@ -31,7 +32,7 @@ const char *sp_rollup_by_noun(enum sp_rollup_by by, bool plural)
 /* The key text of frame f, or NULL when f has no key under by. */
 static const char *sp_key(const struct sp_mframe *f, enum sp_rollup_by by, char *tmp, size_t len)
 {
-	bool code = f->kind < SP_MFRAME_RANGE;
+	bool code = sp_mframe_is_code(f);
 	switch (by) {
 	case SP_ROLLUP_FUNCTION:
 		return f->func && f->func[0] ? f->func : "[unknown]";
@@ -51,6 +52,14 @@ static const char *sp_key(const struct sp_mframe *f, enum sp_rollup_by by, char 
 		if (f->module && f->module[0])
 			return f->module;
 		return f->kind == SP_FRAME_JIT ? "[jit]" : "[unknown]";
+	case SP_ROLLUP_LINE:
+		/* a line of code, with its function: "leaf (split.py:12)" */
+		if (!code)
+			return NULL;
+		if (!f->file || !f->file[0] || !f->line)
+			return f->func && f->func[0] ? f->func : "[unknown]";
+		snprintf(tmp, len, "%s (%s:%u)", f->func ? f->func : "[unknown]", f->file, f->line);
+		return tmp;
 	default:
 		return NULL;
 	}

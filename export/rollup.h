@@ -26,6 +26,7 @@ enum sp_rollup_by {
 	SP_ROLLUP_THREAD,      /* "name-tid": self and total are the thread's samples */
 	SP_ROLLUP_OP,	       /* aten operator: the view of view.h, "[no operator]" outside any */
 	SP_ROLLUP_MODULE_PATH, /* nn.Module path (view.h): "ResNet/layer1/0/conv1", "[no module]" */
+	SP_ROLLUP_LINE,	       /* a line of code: "func (file:line)" */
 };
 
 struct sp_rollup_row {
@@ -44,7 +45,8 @@ struct sp_rollup {
 /* The key's noun, plural ("functions", "operators") or singular ("function"). */
 const char *sp_rollup_by_noun(enum sp_rollup_by by, bool plural);
 
-/* Parses "function", "file", "module", "thread", "op" or "module-path". 0 or -EINVAL. */
+/* Parses "function", "file", "module", "thread", "op", "module-path" or
+ * "line". 0 or -EINVAL. */
 int sp_rollup_by_parse(const char *s, enum sp_rollup_by *out);
 
 /* Fills r from m. 0 or -ENOMEM; release r either way. */

@@ -34,7 +34,7 @@ int sp_speedscope_write(const struct sp_model *m, const struct sp_label_opts *lo
 		const struct sp_mframe *f = first[i] >= 0 ? &m->frames[first[i]] : NULL;
 		fputs(i ? ",\n{\"name\":" : "{\"name\":", out);
 		sp_json_str(out, sp_labels_text(labels, (uint32_t)i));
-		if (f && f->file && f->kind < SP_MFRAME_RANGE) {
+		if (f && f->file && sp_mframe_is_code(f)) {
 			fputs(",\"file\":", out);
 			sp_json_str(out, f->file);
 			/* a label that merges several lines of a function has no one line */
