@@ -15,6 +15,7 @@
 #include "writer.h"
 
 #include <errno.h>
+#include <string.h>
 #include <unistd.h>
 
 /*
@@ -79,7 +80,9 @@ static void sp_fork_child(void)
 	sp_g.start_real_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	/* the descriptors of the parent's events came along: let go of them */
 	sp_timer_atfork_child();
+	char py_name[sizeof(self->py_name)] = "";
 	if (self) {
+		memcpy(py_name, self->py_name, sizeof(py_name)); /* the child keeps its name */
 		sp_sigstack_detach(self);
 		sp_self = NULL;
 		sp_ring_release(&self->ring);
@@ -91,7 +94,7 @@ static void sp_fork_child(void)
 	}
 	if (sp_g.timer->start)
 		sp_g.timer->start(sp_g.period_ns);
-	sp_thread_attach();
+	sp_thread_attach(py_name[0] ? py_name : NULL);
 }
 
 int sp_fork_init(void)

@@ -78,7 +78,7 @@ __attribute__((constructor)) static void sp_init(void)
 	if (sp_g.timer->start && (err = sp_g.timer->start(sp_g.period_ns)) < 0)
 		sp_log("cannot start the %s timer: %s; no samples will be taken", sp_g.timer->name,
 		       strerror(-err));
-	sp_thread_attach();
+	sp_thread_attach(NULL);
 	/* after the main thread's slot: python.c finds glibc's key block by it */
 	sp_python_init();
 	if (sp_g.cfg.verbose)

@@ -89,11 +89,13 @@ struct sp_pylayout {
 
 	/* the frame: PyFrameObject on 3.10, _PyInterpreterFrame after;
 	 * on 3.12 and 3.13 fr_code is at offset 0 */
-	uint32_t fr_code;     /* f_code; 3.13 f_executable */
-	uint32_t fr_previous; /* f_back; previous */
-	uint32_t fr_instr;    /* 3.10 f_lasti (int); 3.11/3.12 prev_instr; 3.13 instr_ptr */
-	uint32_t fr_owner;    /* 3.11+: char owner */
-	uint32_t fr_is_entry; /* 3.11: bool is_entry */
+	uint32_t fr_code;	/* f_code; 3.13 f_executable */
+	uint32_t fr_previous;	/* f_back; previous */
+	uint32_t fr_instr;	/* 3.10 f_lasti (int); 3.11/3.12 prev_instr; 3.13 instr_ptr */
+	uint32_t fr_owner;	/* 3.11+: char owner */
+	uint32_t fr_is_entry;	/* 3.11: bool is_entry */
+	uint32_t fr_localsplus; /* the fast locals, the first argument first (3.10 f_localsplus);
+				 * read only in normal context, with the GIL (python.c) */
 
 	/* PyCodeObject */
 	uint32_t co_firstlineno;    /* int */

@@ -42,6 +42,26 @@ static void sp_code_dealloc(void *co)
 	sp_code_dealloc_orig(co);
 }
 
+/*
+ * The C API the thread-name lookup calls (sp_python_thread_name), found
+ * with the interpreter. All of it runs with the GIL held, in the thread
+ * that holds it.
+ */
+static struct {
+	void *(*this_tstate)(void);		/* PyGILState_GetThisThreadState */
+	void *(*holder)(void);			/* the GIL holder's tstate, NULL when released */
+	void *(*getattr)(void *, void *);	/* PyObject_GenericGetAttr */
+	void *(*intern)(const char *);		/* PyUnicode_InternFromString */
+	const char *(*utf8)(void *, ssize_t *); /* PyUnicode_AsUTF8AndSize */
+	void (*fetch)(void **, void **, void **);
+	void (*restore)(void *, void *, void *);
+	void (*decref)(void *);
+	void *name_attr; /* "_name", interned, kept */
+	bool ok;
+} sp_pyapi;
+
+static void sp_pyapi_find(void *lib);
+
 static void sp_set_status(bool active, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void sp_set_status(bool active, const char *fmt, ...)
@@ -217,9 +237,111 @@ static bool sp_py_judge(void *runtime, void *lib)
 		sp_code_dealloc_orig = (void (*)(void *)) * slot;
 		__atomic_store_n(slot, (void *)sp_code_dealloc, __ATOMIC_RELEASE);
 	}
+	sp_pyapi_find(lib);
 	sp_set_status(true, "Python %u.%u.%u (%s): frames read", major, minor, micro,
 		      minor == 13 ? "layout from its debug offsets" : "layout checked");
 	return true;
+}
+
+/* Finds the C API sp_python_thread_name calls; leaves it unused if any
+ * part is missing. */
+static void sp_pyapi_find(void *lib)
+{
+	void *holder = sp_py_sym(lib, "PyThreadState_GetUnchecked"); /* 3.13 */
+	if (!holder)
+		holder = sp_py_sym(lib, "_PyThreadState_UncheckedGet");
+	void *syms[] = {sp_py_sym(lib, "PyGILState_GetThisThreadState"),
+			holder,
+			sp_py_sym(lib, "PyObject_GenericGetAttr"),
+			sp_py_sym(lib, "PyUnicode_InternFromString"),
+			sp_py_sym(lib, "PyUnicode_AsUTF8AndSize"),
+			sp_py_sym(lib, "PyErr_Fetch"),
+			sp_py_sym(lib, "PyErr_Restore"),
+			sp_py_sym(lib, "Py_DecRef")};
+	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++)
+		if (!syms[i])
+			return;
+	*(void **)&sp_pyapi.this_tstate = syms[0];
+	*(void **)&sp_pyapi.holder = syms[1];
+	*(void **)&sp_pyapi.getattr = syms[2];
+	*(void **)&sp_pyapi.intern = syms[3];
+	*(void **)&sp_pyapi.utf8 = syms[4];
+	*(void **)&sp_pyapi.fetch = syms[5];
+	*(void **)&sp_pyapi.restore = syms[6];
+	*(void **)&sp_pyapi.decref = syms[7];
+	sp_pyapi.ok = true;
+}
+
+/* A word of the interpreter's memory, in normal context. */
+static bool sp_py_word(uintptr_t *v, uintptr_t addr)
+{
+	return addr >= 4096 && sp_safe_copy(v, (const void *)addr, sizeof(*v)) == 0;
+}
+
+/* A str object's characters as UTF-8 (borrowed, the interpreter caches
+ * them), or NULL; an error it raises is left for the caller to clear. */
+static const char *sp_py_utf8(uintptr_t obj, ssize_t *len)
+{
+	return obj ? sp_pyapi.utf8((void *)obj, len) : NULL;
+}
+
+bool sp_python_thread_name(char *out, size_t cap)
+{
+	if (!atomic_load(&sp_py.active) || !sp_pyapi.ok || cap < 2)
+		return false;
+	/* nothing may be called into the interpreter unless this thread holds
+	 * its GIL: its own thread state must be the holder's */
+	void *ts = sp_pyapi.this_tstate();
+	if (!ts || sp_pyapi.holder() != ts)
+		return false;
+	/* the innermost frame: the GIL keeps it still */
+	const struct sp_pylayout *L = &sp_py.L;
+	uintptr_t frame = 0, cf, code, type, self, co_name, co_file;
+	if (L->kind == SP_PYFRAMES_311 || L->kind == SP_PYFRAMES_312) {
+		if (!sp_py_word(&cf, (uintptr_t)ts + L->ts_frame) ||
+		    !sp_py_word(&frame, cf + L->cf_current_frame))
+			return false;
+	} else if (!sp_py_word(&frame, (uintptr_t)ts + L->ts_frame)) {
+		return false;
+	}
+	if (!frame || !sp_py_word(&code, frame + L->fr_code) ||
+	    !sp_py_word(&type, code + L->ob_type) || type != sp_py.code_type ||
+	    !sp_py_word(&self, frame + L->fr_localsplus) || !self ||
+	    !sp_py_word(&co_name, code + L->co_name) ||
+	    !sp_py_word(&co_file, code + L->co_filename))
+		return false;
+
+	bool named = false;
+	void *et, *ev, *tb;
+	sp_pyapi.fetch(&et, &ev, &tb);
+	ssize_t n;
+	const char *name = sp_py_utf8(co_name, &n);
+	const char *file = name && !strcmp(name, "start") ? sp_py_utf8(co_file, &n) : NULL;
+	const char *base = file ? strrchr(file, '/') : NULL;
+	/* threading.Thread.start(self): its first local is the Thread, whose
+	 * _name is read from the instance itself (no property, no
+	 * __getattribute__ of the program's runs) */
+	if (file && !strcmp(base ? base + 1 : file, "threading.py")) {
+		if (!sp_pyapi.name_attr)
+			sp_pyapi.name_attr = sp_pyapi.intern("_name");
+		void *v =
+		    sp_pyapi.name_attr ? sp_pyapi.getattr((void *)self, sp_pyapi.name_attr) : NULL;
+		const char *s = v ? sp_pyapi.utf8(v, &n) : NULL;
+		if (s && n > 0) {
+			size_t len = (size_t)n < cap - 1 ? (size_t)n : cap - 1;
+			while (len && len < (size_t)n && ((unsigned char)s[len] & 0xc0) == 0x80)
+				len--; /* cut on a character's first byte */
+			memcpy(out, s, len);
+			out[len] = '\0';
+			named = len > 0;
+		}
+		if (v)
+			sp_pyapi.decref(v);
+	}
+	/* whatever was raised here is dropped, and the program's own pending
+	 * exception, if any, put back */
+	sp_pyapi.restore(et, ev, tb);
+	return named;
 }
 
 static void sp_python_look(void)

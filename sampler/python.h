@@ -28,6 +28,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "pylayout.h"
@@ -63,5 +64,15 @@ int sp_python_attach(struct sp_thread *t);
 /* For the writer: every live slot that lacks it gets the handler's
  * scratch (Python found after those threads started). */
 void sp_python_attach_all(void);
+
+/*
+ * Called by pthread_create in the creating thread: when that thread is
+ * Python's threading.Thread.start with the GIL held, copies the Thread's
+ * name (its _name, as UTF-8, cut to cap - 1 bytes) to out and returns
+ * true. Reads the innermost frame through the layout and calls the C API
+ * only to read the two strings and that one attribute; an error raised
+ * meanwhile is cleared and any pending one restored.
+ */
+bool sp_python_thread_name(char *out, size_t cap);
 
 #endif

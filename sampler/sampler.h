@@ -90,6 +90,7 @@ struct sp_thread {
 	uint32_t throttle;	   /* samples still to skip */
 	uint64_t throttled_weight; /* their CPU time, carried to the next sample */
 	char name_at_exit[16];	   /* the thread's name, read as it exits */
+	char py_name[64];	   /* its threading.Thread's name, set before it goes live */
 };
 
 struct sp_state {

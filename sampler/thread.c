@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -71,7 +72,7 @@ static void sp_stack_bounds(struct sp_thread *t)
 	pthread_attr_destroy(&a);
 }
 
-int sp_thread_attach(void)
+int sp_thread_attach(const char *py_name)
 {
 	if (sp_self || !atomic_load(&sp_g.enabled) || atomic_load(&sp_g.stopping))
 		return 0;
@@ -119,6 +120,8 @@ int sp_thread_attach(void)
 		t->cpu_clk = 0;
 	/* lazy set-up in libunwind and glibc happens now, not in the handler */
 	sp_unwind_warm();
+	if (py_name)
+		snprintf(t->py_name, sizeof(t->py_name), "%s", py_name);
 	sp_self = t;
 	atomic_store(&t->state, SP_SLOT_LIVE);
 	pthread_setspecific(sp_thread_key, t);
@@ -164,13 +167,14 @@ void sp_thread_detach(void)
 struct sp_start {
 	void *(*fn)(void *);
 	void *arg;
+	char py_name[64]; /* the threading.Thread starting it, if any */
 };
 
 static void *sp_thread_start(void *p)
 {
 	struct sp_start s = *(struct sp_start *)p;
 	free(p);
-	sp_thread_attach();
+	sp_thread_attach(s.py_name[0] ? s.py_name : NULL);
 	return s.fn(s.arg);
 }
 
@@ -186,6 +190,8 @@ SP_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void
 		return sp_real_pthread_create(thread, attr, fn, arg);
 	s->fn = fn;
 	s->arg = arg;
+	if (!sp_python_thread_name(s->py_name, sizeof(s->py_name)))
+		s->py_name[0] = '\0';
 	int rc = sp_real_pthread_create(thread, attr, sp_thread_start, s);
 	if (rc)
 		free(s);

@@ -28,9 +28,10 @@ int sp_thread_init(void);
  * glibc's key block with it). */
 unsigned sp_thread_key_id(void);
 
-/* Claims a slot for the calling thread, sets sp_self and arms its timer.
- * 0 (also when stackprof is off) or -errno. */
-int sp_thread_attach(void);
+/* Claims a slot for the calling thread, sets sp_self and arms its timer;
+ * py_name (or NULL) is the name Python's threading gave it. 0 (also when
+ * stackprof is off) or -errno. */
+int sp_thread_attach(const char *py_name);
 
 /* Disarms the calling thread's timer and hands its slot to the writer,
  * which drains the ring and frees the slot. */

@@ -73,7 +73,7 @@ struct sp_wstate {
 	uint64_t py_gen; /* the Python status last recorded */
 	/* thread names emitted, by slot */
 	pid_t name_tid[SP_MAX_THREADS];
-	char name[SP_MAX_THREADS][16];
+	char name[SP_MAX_THREADS][64];
 	/* ranges emitted */
 	uint32_t ranges_emitted;
 	/* JIT map read offset */
@@ -264,23 +264,28 @@ static void sp_modules_sync(struct sp_wstate *s)
 
 /* ---- threads, ranges, JIT map ------------------------------------------ */
 
-static void sp_thread_name(struct sp_wstate *s, uint32_t slot, pid_t tid, const char *known)
+/* Names slot's thread: the name Python's threading gave it, else the one
+ * it had as it exited (known), else its comm now. */
+static void sp_thread_name(struct sp_wstate *s, uint32_t slot, const struct sp_thread *t,
+			   const char *known)
 {
-	char name[16] = "";
-	if (known && *known) {
+	char name[sizeof(s->name[0])] = "";
+	if (t->py_name[0]) {
+		snprintf(name, sizeof(name), "%s", t->py_name);
+	} else if (known && *known) {
 		snprintf(name, sizeof(name), "%s", known);
 	} else {
 		char path[64];
-		snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid);
-		sp_read_small(path, name, sizeof(name));
+		snprintf(path, sizeof(path), "/proc/self/task/%d/comm", t->tid);
+		sp_read_small(path, name, 16);
 		name[strcspn(name, "\n")] = '\0';
 	}
-	if (s->name_tid[slot] == tid && !strcmp(s->name[slot], name))
+	if (s->name_tid[slot] == t->tid && !strcmp(s->name[slot], name))
 		return;
-	s->name_tid[slot] = tid;
+	s->name_tid[slot] = t->tid;
 	memcpy(s->name[slot], name, sizeof(name));
 	struct sp_prof_thread rec = {
-	    .tid = tid, .time_ns = sp_now_ns() - sp_g.start_mono_ns, .name = name};
+	    .tid = t->tid, .time_ns = sp_now_ns() - sp_g.start_mono_ns, .name = name};
 	sp_writer_thread(s->w, &rec);
 }
 
@@ -371,7 +376,7 @@ static void sp_drain_slot(struct sp_wstate *s, uint32_t i, struct sp_thread *t)
 			continue;
 		}
 		if (!named) {
-			sp_thread_name(s, i, t->tid, NULL);
+			sp_thread_name(s, i, t, NULL);
 			named = true;
 		}
 		size_t depth = words - SP_ENTRY_PCS;
@@ -421,10 +426,10 @@ static void sp_drain_all(struct sp_wstate *s, bool names)
 		if (st == SP_SLOT_LIVE) {
 			sp_drain_slot(s, i, t);
 			if (names)
-				sp_thread_name(s, i, t->tid, NULL);
+				sp_thread_name(s, i, t, NULL);
 		} else if (st == SP_SLOT_DEAD) {
 			sp_drain_slot(s, i, t);
-			sp_thread_name(s, i, t->tid, t->name_at_exit);
+			sp_thread_name(s, i, t, t->name_at_exit);
 			sp_add_counters(&s->retired, t);
 			sp_sigstack_reset(t); /* the slot's next thread is measured afresh */
 			atomic_store(&t->state, SP_SLOT_FREE);

@@ -52,6 +52,7 @@ spec() {
 10 F fr_instr          struct _frame          f_lasti                4
 10 A fr_owner          struct _frame          owner
 10 A fr_is_entry       struct _frame          is_entry
+10 F fr_localsplus     struct _frame          f_localsplus           8
 10 F co_firstlineno    PyCodeObject           co_firstlineno         4
 10 F co_filename       PyCodeObject           co_filename            8
 10 F co_name           PyCodeObject           co_name                8
@@ -77,6 +78,7 @@ spec() {
 11 F fr_instr          struct _PyInterpreterFrame prev_instr         8
 11 F fr_owner          struct _PyInterpreterFrame owner              1
 11 F fr_is_entry       struct _PyInterpreterFrame is_entry           1
+11 F fr_localsplus     struct _PyInterpreterFrame localsplus         8
 11 F co_firstlineno    PyCodeObject           co_firstlineno         4
 11 F co_filename       PyCodeObject           co_filename            8
 11 F co_name           PyCodeObject           co_name                8
@@ -103,6 +105,7 @@ spec() {
 12 F fr_instr          struct _PyInterpreterFrame prev_instr         8
 12 F fr_owner          struct _PyInterpreterFrame owner              1
 12 A fr_is_entry       struct _PyInterpreterFrame is_entry
+12 F fr_localsplus     struct _PyInterpreterFrame localsplus         8
 12 F co_firstlineno    PyCodeObject           co_firstlineno         4
 12 F co_filename       PyCodeObject           co_filename            8
 12 F co_name           PyCodeObject           co_name                8
@@ -129,6 +132,7 @@ spec() {
 13 F fr_instr          struct _PyInterpreterFrame instr_ptr          8
 13 F fr_owner          struct _PyInterpreterFrame owner              1
 13 A fr_is_entry       struct _PyInterpreterFrame is_entry
+13 F fr_localsplus     struct _PyInterpreterFrame localsplus         8
 13 F co_firstlineno    PyCodeObject           co_firstlineno         4
 13 F co_filename       PyCodeObject           co_filename            8
 13 F co_name           PyCodeObject           co_name                8

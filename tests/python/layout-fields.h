@@ -31,6 +31,7 @@
 	X(fr_instr)                                                                                \
 	X(fr_owner)                                                                                \
 	X(fr_is_entry)                                                                             \
+	X(fr_localsplus)                                                                           \
 	X(co_firstlineno)                                                                          \
 	X(co_filename)                                                                             \
 	X(co_name)                                                                                 \

@@ -12,7 +12,8 @@
 # - the C extension's native frames sit below the Python frame that called it;
 # - the lambdas, whose code objects die after each call, keep their name
 #   and file; unreadable frames stay under 0.5% of samples;
-# - both threads carry Python frames.
+# - both threads carry Python frames, and the second is named by its
+#   threading name (py-worker) in --per-thread views and in info.
 . "$(dirname "$0")/../e2e/lib.sh"
 VERSION=${2:?usage: $0 BUILD_DIR VERSION}
 if [ "$VERSION" = debian ]; then
@@ -74,4 +75,9 @@ total=$(awk '{ s += $NF } END { print s }' s.lines)
 bad=$(grep -E 'unreadable Python frame|Python code not recorded' s.lines | awk '{ s += $NF } END { print s + 0 }')
 check "unreadable Python frames: $bad of $total samples (< 0.5%)" awk -v b="$bad" -v t="$total" 'BEGIN { exit !(t > 0 && b < 0.005 * t) }'
 check "the second thread carries Python frames" grep -q ';thread_main;Meter.run;thread_work\|;thread_main;run;thread_work' s.us
+# the thread's name from threading, not its comm (python3)
+"$SP" collapse --per-thread --frame func s.prof >s.threads
+check "the second thread's root is named py-worker in --per-thread views" \
+	awk '$0 ~ /;thread_work[; ]/ { n++; if ($0 !~ /^py-worker-[0-9]+;/) bad++ } END { exit !(n > 0 && !bad) }' s.threads
+check "info lists the thread as py-worker" grep -qE '^ +[0-9]+ +py-worker ' s.info
 finish
