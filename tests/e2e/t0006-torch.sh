@@ -5,7 +5,10 @@
 #   and a C++ exception still reaches Python as IndexError;
 # - >= 95% of samples unwind to a thread root;
 # - oneDNN's JIT kernels are named (from its perf map) and unwind to callers;
-# - the same at 1 kHz, with the timer `auto` picks there.
+# - the same at 1 kHz, with the timer `auto` picks there;
+# - Python frames (issue 16): >= 95% of the samples taken inside model(x)
+#   (the main thread's stacks through a model(x) line of the script) carry
+#   a frame of torchvision's resnet.py with its line number.
 . "$(dirname "$0")/lib.sh"
 have_torch || skip "Debian's python3-torch and python3-torchvision are not installed"
 SCRIPT="$SP_SOURCE_DIR/workloads/torch/resnet18_infer.py"
@@ -49,4 +52,21 @@ check "PyTorch operators are named" grep -qE 'at::native::' t.folded
 # at 1 kHz `auto` takes the perf-sigtrap timer where the kernel allows it:
 # SIGTRAP, shared with the interpreter and libtorch, changes nothing either
 profiled "1 kHz" t1k 2 -F 1000
+
+"$SP" collapse --metric samples t1k.prof >t1k.lines
+calls=$(grep -n 'model(x)' "$SCRIPT" | cut -d: -f1 | paste -sd'|')
+awk -v calls="$calls" '{
+	v = $NF
+	if ($0 ~ ";main_\\([^)]*resnet18_infer\\.py:(" calls ")\\);") {
+		n += v
+		if ($0 ~ /torchvision\/models\/resnet\.py:[0-9]+\)/) r += v
+	}
+} END { printf "%d %d\n", r, n }' t1k.lines >t1k.model
+read -r in_resnet in_model <t1k.model
+say "samples inside model(x): $in_model, with a resnet.py frame: $in_resnet"
+check "enough samples inside model(x) to judge ($in_model >= 100)" [ "$in_model" -ge 100 ]
+check ">= 95% of samples inside model(x) carry a resnet.py frame with its line" \
+	awk -v r="$in_resnet" -v n="$in_model" 'BEGIN { exit !(n > 0 && r >= 0.95 * n) }'
+check "the merged stack reads model line, layer, operator, kernel in order" \
+	grep -qE ';main_\([^)]*resnet18_infer\.py:[0-9]+\);.*ResNet\._forward_impl_\([^)]*resnet\.py:[0-9]+\);.*Conv2d\._conv_forward_\([^)]*conv\.py:[0-9]+\);.*at::_ops::conv2d::call.*;_?jit_[a-z0-9_]+' t1k.lines
 finish
