@@ -301,6 +301,9 @@ int sp_cli_filter(struct sp_cli_args *a, int key, struct sp_cli_filters *f)
 	case SP_OPT_ALL_SAMPLES:
 		mo->all_samples = true;
 		return 1;
+	case SP_OPT_PYTHON_PLUMBING:
+		mo->python_plumbing = true;
+		return 1;
 	case SP_OPT_NO_INLINE:
 		mo->sym_flags |= SP_SYM_NO_INLINE;
 		return 1;

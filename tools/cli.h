@@ -145,6 +145,7 @@ enum {
 	SP_OPT_PER_THREAD,
 	SP_OPT_INLINE_MARK,
 	SP_OPT_ALL_SAMPLES,
+	SP_OPT_PYTHON_PLUMBING,
 };
 
 /* Their table entries; each help text exists only here. */
@@ -209,6 +210,10 @@ enum {
 	     "keep samples outside the program's profile() windows\n"                              \
 	     "(stackprof.profile(), stackprof_window_begin); by\n"                                 \
 	     "default a profile with windows shows only theirs"},                                  \
+	    {SP_OPT_PYTHON_PLUMBING, 0, "python-plumbing", NULL,                                   \
+	     "keep the interpreter's own C frames (_PyEval_EvalFrameDefault,\n"                    \
+	     "_PyFunction_Vectorcall, ...) between Python frames; by\n"                            \
+	     "default they are folded away"},                                                      \
 	    {SP_OPT_BASENAMES, 0, "basenames", NULL, "file names without directories"},            \
 	    {SP_OPT_STRIP_PATH, 0, "strip-path", "PREFIX",                                         \
 	     "remove PREFIX from the start of file names; 'auto'\n"                                \

@@ -75,6 +75,12 @@ total=$(awk '{ s += $NF } END { print s }' s.lines)
 bad=$(grep -E 'unreadable Python frame|Python code not recorded' s.lines | awk '{ s += $NF } END { print s + 0 }')
 check "unreadable Python frames: $bad of $total samples (< 0.5%)" awk -v b="$bad" -v t="$total" 'BEGIN { exit !(t > 0 && b < 0.005 * t) }'
 check "the second thread carries Python frames" grep -q ';thread_main;Meter.run;thread_work\|;thread_main;run;thread_work' s.us
+# the eval loop's own frames: folded by default, kept on request
+check "no eval-loop frame between two Python frames by default" \
+	bash -c "! grep -qE ';<module>;([^;]+;)*_PyEval_EvalFrameDefault;' s.us"
+"$SP" collapse --frame func --python-plumbing s.prof >s.plumb
+check "--python-plumbing keeps them" grep -qE ';<module>;([^;]+;)*_PyEval_EvalFrameDefault;' s.plumb
+
 # the thread's name from threading, not its comm (python3)
 "$SP" collapse --per-thread --frame func s.prof >s.threads
 check "the second thread's root is named py-worker in --per-thread views" \
