@@ -232,6 +232,12 @@ struct sp_prof_stats {
 	uint32_t timer_fallbacks; /* threads given posix-cputimer when perf descriptors ran out */
 	uint32_t aside;		  /* times stackprof stood aside while the program had SIGPROF */
 	bool randomized;	  /* the timer drew each period at random */
+	/* Python frames (issue 16): frames that could not be read (each becomes
+	 * an unknown frame), reads of interpreter memory that faulted and were
+	 * caught, thread states whose thread_id was not the sampled thread's */
+	uint64_t py_unreadable;
+	uint64_t py_faults;
+	uint64_t py_bad_tstates;
 };
 
 /* ---------------------------------------------------------------- writer */

@@ -397,6 +397,12 @@ static bool sp_parse_record(struct sp_reader *r, uint8_t type, const uint8_t *da
 			s.aside = (uint32_t)sp_cursor_uleb(&c);
 		if (c.p < c.end)
 			s.randomized = sp_cursor_uleb(&c) != 0;
+		if (c.p < c.end)
+			s.py_unreadable = sp_cursor_uleb(&c);
+		if (c.p < c.end)
+			s.py_faults = sp_cursor_uleb(&c);
+		if (c.p < c.end)
+			s.py_bad_tstates = sp_cursor_uleb(&c);
 		if (p->stats.timer != r->committed.stats.timer)
 			sp_stats_release(&p->stats);
 		p->stats = s;

@@ -234,6 +234,9 @@ int sp_writer_stats(struct sp_writer *w, const struct sp_prof_stats *s)
 	sp_buf_put_uleb(b, s->timer_fallbacks);
 	sp_buf_put_uleb(b, s->aside);
 	sp_buf_put_uleb(b, s->randomized);
+	sp_buf_put_uleb(b, s->py_unreadable);
+	sp_buf_put_uleb(b, s->py_faults);
+	sp_buf_put_uleb(b, s->py_bad_tstates);
 	return sp_writer_emit(w, SP_REC_STATS);
 }
 

@@ -272,7 +272,7 @@ int sp_pylayout_from_debug_offsets(const void *rt_, unsigned minor, struct sp_py
 	    SP_PYVER_MINOR(version) != minor)
 		return -EPROTO;
 	if (sp_do_word(rt, SP_DO_FREE_THREADED) != 0)
-		return -EPROTO;
+		return -EOPNOTSUPP;
 
 	bool ok = true;
 	const unsigned ptr = sizeof(void *);

@@ -135,8 +135,9 @@ const struct sp_pylayout *sp_pylayout_builtin(unsigned minor);
  * Only 3.13's layout of the struct is known (it changes with each minor
  * version), and only the default build (not free-threaded).
  *
- * 0, or -ENOENT when the cookie is not there, -EPROTO when its version is
- * not 3.minor, minor is not 13, the build is free-threaded, an offset is
+ * 0, or -ENOENT when the cookie is not there, -EOPNOTSUPP when the build
+ * is free-threaded, -EPROTO when its version is not 3.minor, minor is not
+ * 13, an offset is
  * out of its struct or out of any plausible range, or the table's extra
  * fields cannot be vouched for. *out is written only on success. Reads
  * 584 bytes at rt and nothing else; no allocation, no system call.

@@ -179,12 +179,14 @@ static bool sp_py_judge(void *runtime, void *lib)
 		int err = sp_pylayout_from_debug_offsets(runtime, minor, &L);
 		if (err) {
 			sp_set_status(
-			    false,
-			    "Python %u.%u.%u: frames not read: its _Py_DebugOffsets could not "
-			    "be read (%s; a free-threaded or unknown build?); native stacks "
-			    "only",
+			    false, "Python %u.%u.%u: frames not read: %s; native stacks only",
 			    major, minor, micro,
-			    err == -ENOENT ? "no cookie" : "unexpected layout");
+			    err == -EOPNOTSUPP
+				? "a free-threaded build, whose frames stackprof does not read"
+			    : err == -ENOENT
+				? "its _Py_DebugOffsets are missing (an unknown build?)"
+				: "its _Py_DebugOffsets do not describe a layout "
+				  "stackprof knows (an unknown build?)");
 			return false;
 		}
 	} else {

@@ -10,6 +10,7 @@
 #include "profile.h"
 #include "pystack.h"
 #include "python.h"
+#include "saferead.h"
 #include "sampler.h"
 #include "signals.h"
 #include "sigstack.h"
@@ -410,6 +411,7 @@ static void sp_add_counters(struct sp_prof_stats *st, struct sp_thread *t)
 	st->unwind_fast += atomic_load(&t->unw_fast);
 	st->unwind_slow += atomic_load(&t->unw_slow);
 	st->unwind_differ += atomic_load(&t->unw_differ);
+	st->py_unreadable += atomic_load(&t->py_unreadable);
 	size_t used = sp_sigstack_used(t);
 	if (used > st->handler_stack)
 		st->handler_stack = used;
@@ -459,6 +461,8 @@ static void sp_write_stats(struct sp_wstate *s, uint32_t flags)
 	st.timer_fallbacks = atomic_load(&sp_g.timer_fallbacks);
 	st.aside = sp_aside_count();
 	st.randomized = sp_g.timer->randomized;
+	st.py_faults = sp_safe_faults();
+	st.py_bad_tstates = atomic_load(&sp_py.bad_tstates);
 	sp_writer_stats(s->w, &st);
 }
 

@@ -113,6 +113,13 @@ static void sp_info_print(FILE *f, const char *path, const struct sp_profile *p,
 		fprintf(f, "python:      %s\n", pi->status ? pi->status : "?");
 		fprintf(f, "             %s; %zu code objects named\n",
 			pi->module ? pi->module : "?", p->n_pycodes);
+		if (pi->flags & SP_PYINFO_ACTIVE)
+			fprintf(f,
+				"             %llu unreadable frames, %llu faulting reads caught, "
+				"%llu foreign thread states\n",
+				(unsigned long long)st->py_unreadable,
+				(unsigned long long)st->py_faults,
+				(unsigned long long)st->py_bad_tstates);
 	}
 	if (st->handler_stack)
 		fprintf(f, "stack use:   %llu KiB at most of the handler's own %u KiB stack\n",

@@ -118,6 +118,9 @@ void sp_summary_print_counts(FILE *f, const struct sp_profile *p, const struct s
 	if (s->rooted_fraction >= 0)
 		fprintf(f, "%s%.1f%% of samples unwound to a thread root (_start, clone3, ...)\n",
 			prefix, 100.0 * s->rooted_fraction);
+	/* Python: frames read, or why not (the interpreter's last word) */
+	if (p->n_pyinfos && p->pyinfos[p->n_pyinfos - 1].status)
+		fprintf(f, "%s%s\n", prefix, p->pyinfos[p->n_pyinfos - 1].status);
 	char sig[32];
 	if (sp_summary_end_signal(p, sig, sizeof(sig)))
 		fprintf(f, "%sthe program ended itself by %s; the profile is complete\n", prefix,

@@ -94,7 +94,7 @@ int main(void)
 	    {0, 0x7870677562656478ull, -ENOENT, "cookie \"xdebugpx\""},
 	    {8, 0x030c01f0, -EPROTO, "version 3.12"},
 	    {8, 0x020d00f0, -EPROTO, "major 2"},
-	    {16, 1, -EPROTO, "free-threaded"},
+	    {16, 1, -EOPNOTSUPP, "free-threaded"},
 	    {24, 283320 + 8, -EPROTO, "another runtime size: the TSS key unvouched"},
 	    {24, 100, -EPROTO, "runtime smaller than the offsets"},
 	    {24, 1ull << 40, -EPROTO, "runtime size beyond reason"},
