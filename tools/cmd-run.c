@@ -21,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -109,12 +111,16 @@ static const struct sp_cli_cmd sp_run_cmd = {
 	     "too. Options end at CMD: everything after it is CMD's. When CMD ends, a\n"
 	     "summary goes to stderr.\n"
 	     "\n"
-	     "CMD's exit status and signals pass through unchanged. SIGINT, SIGQUIT,\n"
-	     "SIGHUP and SIGTERM sent to this command by a process (kill -INT PID) are\n"
-	     "passed on to CMD, as a shell passes them on; the ones a terminal sends\n"
-	     "(^C, ^\\, hangup) reach CMD by themselves and are not sent twice. A CMD\n"
-	     "that ends itself with SIGINT (Python after KeyboardInterrupt), SIGTERM,\n"
-	     "SIGHUP or SIGQUIT still leaves a complete profile.\n",
+	     "CMD's exit status and signals pass through unchanged. On a terminal, CMD\n"
+	     "shares this command's process group: ^C, ^\\ and ^Z reach it by themselves,\n"
+	     "and SIGINT, SIGQUIT, SIGHUP and SIGTERM sent to this command by a process\n"
+	     "(kill -INT PID) are passed on, once. Without a terminal (CI, scripts,\n"
+	     "timeout), CMD gets a process group of its own, SIGINT, SIGQUIT, SIGHUP,\n"
+	     "SIGTERM, SIGUSR1, SIGUSR2 and SIGALRM sent to this command or to its\n"
+	     "group are passed on once, and CMD is killed should this command be\n"
+	     "killed (PR_SET_PDEATHSIG). A CMD that ends itself with SIGINT (Python\n"
+	     "after KeyboardInterrupt), SIGTERM, SIGHUP or SIGQUIT still leaves a\n"
+	     "complete profile.\n",
     .opts = sp_run_opts,
     .more = "environment read by libstackprof.so (set by this command from its options):\n"
 	    "  STACKPROF_OUT         raw profile path (default stackprof.<pid>.prof)\n"
@@ -510,24 +516,48 @@ static int sp_run_prepare(struct sp_run *r)
 /* ---- the program -------------------------------------------------------------- */
 
 static volatile sig_atomic_t sp_child;
+static volatile sig_atomic_t sp_child_group; /* the program has a process group of its own */
 
 /*
- * A signal sent to us by a process (kill, sigqueue, tgkill) is meant for the
- * program: pass it on. One the kernel sent (the terminal's ^C, ^\ or
- * hangup, SI_KERNEL) went to the program's process group, the program
- * included, already.
+ * Where the program runs, and what is passed on to it.
+ *
+ * On a terminal (stackprof run has one as its controlling terminal), the
+ * program stays in run's process group, so that the terminal's ^C, ^\ and
+ * ^Z and its job control reach it as they would without stackprof. A
+ * signal sent to run by a process (kill, sigqueue, tgkill) is meant for
+ * the program: it is passed on. One the kernel sent (the terminal's ^C, ^\
+ * or hangup, SI_KERNEL) went to the whole group, the program included,
+ * already.
+ *
+ * Without a terminal (CI, scripts, timeout), the program gets a process
+ * group of its own, and every signal below is passed on, however it was
+ * sent: a kill of run's process group (kill -INT -- -PGID, timeout) then
+ * reaches the program once, not twice (once from the sender, once from
+ * run). The program also gets SIGKILL should run be killed outright
+ * (PR_SET_PDEATHSIG), as it would in run's group.
  */
 static void sp_forward(int sig, siginfo_t *si, void *uc)
 {
 	(void)uc;
 	int e = errno;
-	if (sp_child > 0 &&
-	    (si->si_code == SI_USER || si->si_code == SI_QUEUE || si->si_code == SI_TKILL))
+	if (sp_child > 0 && (sp_child_group || si->si_code == SI_USER || si->si_code == SI_QUEUE ||
+			     si->si_code == SI_TKILL))
 		kill(sp_child, sig);
 	errno = e;
 }
 
-static const int sp_forwarded[] = {SIGINT, SIGQUIT, SIGHUP, SIGTERM};
+static const int sp_forwarded[] = {SIGINT, SIGQUIT, SIGHUP, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM};
+/* on a terminal: the ones a shell passes on (a USR1 for run is run's) */
+#define SP_FORWARDED_ON_TTY 4
+
+/* Whether run has a controlling terminal on one of its standard streams. */
+static bool sp_on_terminal(void)
+{
+	for (int fd = 0; fd <= 2; fd++)
+		if (tcgetpgrp(fd) >= 0)
+			return true;
+	return false;
+}
 
 /* Starts the program. Returns 0, or the exit status (it could not be started). */
 static int sp_run_spawn(struct sp_run *r)
@@ -544,11 +574,19 @@ static int sp_run_spawn(struct sp_run *r)
 	}
 	/* blocked across fork: a signal in between is neither lost nor
 	 * handled by a child that has not exec'ed yet */
+	bool own_group = !sp_on_terminal();
+	pid_t parent = getpid();
 	sigprocmask(SIG_BLOCK, &block, &old);
 	pid_t pid = fork();
 	if (pid == 0) {
 		close(errpipe[0]);
 		signal(SIGPIPE, SIG_DFL); /* main() ignored it for our own output */
+		if (own_group) {
+			setpgid(0, 0);
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			if (getppid() != parent) /* run is gone already */
+				_exit(SP_EXIT_ERROR);
+		}
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		execvp(r->cmd[0], r->cmd);
 		int e = errno;
@@ -559,13 +597,18 @@ static int sp_run_spawn(struct sp_run *r)
 	int fork_errno = errno;
 	close(errpipe[1]);
 	if (pid > 0) {
+		if (own_group)
+			setpgid(pid, pid); /* as the child does: whichever runs first */
 		sp_child = pid;
+		sp_child_group = own_group;
 		r->child = pid;
 		struct sigaction sa;
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_sigaction = sp_forward;
 		sa.sa_flags = SA_SIGINFO | SA_RESTART;
-		for (size_t i = 0; i < sizeof(sp_forwarded) / sizeof(sp_forwarded[0]); i++)
+		size_t n = own_group ? sizeof(sp_forwarded) / sizeof(sp_forwarded[0])
+				     : SP_FORWARDED_ON_TTY;
+		for (size_t i = 0; i < n; i++)
 			sigaction(sp_forwarded[i], &sa, NULL);
 	}
 	sigprocmask(SIG_SETMASK, &old, NULL);

@@ -69,3 +69,20 @@ find_pythons() {
 		if [ -n "$p" ] && [ -x "$p" ]; then PYTHONS+=("$p"); else PY_MISSING+=" pyenv $v"; fi
 	done
 }
+
+# pick_python VERSION: PY gets the interpreter a per-version Python test
+# runs on: VERSION is 3.10 to 3.13 (pyenv's newest build of it, with a
+# shared libpython) or "debian" (/usr/bin/python3, the interpreter linked
+# into the executable). Skips the test, naming what is missing, otherwise.
+pick_python() {
+	local root
+	if [ "$1" = debian ]; then
+		PY=/usr/bin/python3
+		[ -x "$PY" ] || skip "Debian's /usr/bin/python3 is not installed"
+	else
+		root=$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")
+		PY=$(ls -d "$root"/versions/$1.*/bin/python3 2>/dev/null | sort -V | tail -1)
+		[ -n "$PY" ] && [ -x "$PY" ] || skip "pyenv's CPython $1 is not installed (looked in $root/versions)"
+	fi
+	"$PY" --version
+}

@@ -175,6 +175,20 @@ for sig in INT QUIT HUP TERM; do
 	check "kill -$sig to run reaches the program once" [ "$(cat c.$sig)" = "SIG$sig=1" ]
 done
 
+# --- no terminal: a signal to run's whole process group (a CI runner's or
+# a supervisor's stop, `timeout -s INT`) reaches the program once too
+for sig in INT TERM; do
+	rm -f g.$sig
+	setsid env --default-signal=INT,QUIT "$SP" run --no-summary -o g$sig.prof -- ./count g.$sig \
+		</dev/null >/dev/null 2>&1 &
+	runner=$!
+	wait_ready g.$sig || fail "count did not start"
+	kill -$sig -- -$runner
+	wait $runner
+	check "kill -$sig to run's process group reaches the program once" \
+		[ "$(cat g.$sig)" = "SIG$sig=1" ]
+done
+
 # --- a terminal's ^C: the whole foreground group gets it, run passes nothing on
 cat >ptyrun.py <<'EOF'
 import os, pty, sys, time

@@ -16,16 +16,8 @@
 #   threading name (py-worker) in --per-thread views and in info.
 . "$(dirname "$0")/../e2e/lib.sh"
 VERSION=${2:?usage: $0 BUILD_DIR VERSION}
-if [ "$VERSION" = debian ]; then
-	PY=/usr/bin/python3
-	[ -x "$PY" ] || skip "Debian's /usr/bin/python3 is not installed"
-else
-	PY=$(pyenv root 2>/dev/null)/versions/$(ls "$(pyenv root 2>/dev/null)/versions" 2>/dev/null |
-		grep -E "^$VERSION\.[0-9]+$" | sort -V | tail -1)/bin/python3
-	[ -x "$PY" ] || skip "pyenv's CPython $VERSION is not installed (looked in $(pyenv root 2>/dev/null)/versions)"
-fi
+pick_python "$VERSION"
 SPLIT=$SP_SOURCE_DIR/workloads/python/split.py
-"$PY" --version
 
 "$SP" run --no-summary -F 1000 -o s.prof -- "$PY" "$SPLIT" 3 >s.truth
 check "split.py exits 0 under stackprof" [ $? -eq 0 ]
