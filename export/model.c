@@ -579,24 +579,49 @@ static int sp_push_marker(struct sp_builder *b, uint32_t *frame, const char *nam
 	return sp_push_frame(b, *frame - 1, 0);
 }
 
+/* A frame of one of CPython's built-in extension modules (its Modules/
+ * directory: _blake2, _sre, _json, time, math...), which an interpreter
+ * with the modules linked in holds beside its own machinery. */
+static bool sp_is_builtin_module(const char *file)
+{
+	if (!file)
+		return false;
+	const char *p = strstr(file, "Modules/");
+	return p && (p == file || p[-1] == '/');
+}
+
 /*
  * The interpreter's own frames between Python frames, and after the
  * innermost one, are its machinery (the eval loop, calls, arithmetic on
  * its objects): they come out, so each Python line holds the time spent
- * running it. Frames of other modules (C extensions, torch, libc) stay.
+ * running it. Frames of other modules (C extensions, torch, libc) stay,
+ * and so do those of the extension modules built into the interpreter,
+ * when its debug info names their files: hashlib.blake2b's compression
+ * is not the calling line's own time. Below the innermost Python frame,
+ * everything such a module calls stays too (the work it asked for).
  */
 static void sp_fold_plumbing(struct sp_builder *b)
 {
 	const struct sp_model *m = b->m;
+	size_t last_py = b->cur.n;
+	for (size_t i = 0; i < b->cur.n; i++)
+		if (m->frames[b->cur.v[i]].kind == SP_MFRAME_PYTHON)
+			last_py = i;
+	if (last_py == b->cur.n)
+		return;
 	size_t out = 0;
-	bool in_python = false;
+	bool in_python = false, in_builtin = false;
 	for (size_t i = 0; i < b->cur.n; i++) {
 		const struct sp_mframe *f = &m->frames[b->cur.v[i]];
 		if (f->kind == SP_MFRAME_PYTHON)
 			in_python = true;
 		else if (in_python && f->kind < SP_MFRAME_RANGE && f->module &&
-			 !strcmp(f->module, b->interp))
-			continue;
+			 !strcmp(f->module, b->interp)) {
+			if (i > last_py && sp_is_builtin_module(f->file))
+				in_builtin = true;
+			if (!in_builtin && !sp_is_builtin_module(f->file))
+				continue;
+		}
 		b->cur.v[out] = b->cur.v[i];
 		b->cur_locs.v[out] = b->cur_locs.v[i];
 		out++;

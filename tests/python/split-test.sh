@@ -60,6 +60,14 @@ check "the 120-deep recursion is whole, from the thread's root to deep_leaf" \
 		END { exit !ok }' s.us
 check "hashlib's native frames sit below hash_work" \
 	grep -qE ';hash_work_\([^)]*split\.py:[0-9]+\);[^ ]*(_hashlib|_hashopenssl|EVP_|SHA256|sha256)' s.lines
+# the frame right below regex_work, in each of its samples: _sre's own
+awk '{ if (!match($0, /;regex_work;[^; ]+/)) next
+	f = substr($0, RSTART + 12, RLENGTH - 12); n += $NF; if (f ~ /sre|SRE/) s += $NF }
+	END { printf "%d %d\n", s, n }' s.us >s.sre
+read sre_us regex_us <s.sre
+say "regex_work: $sre_us of $regex_us us have an _sre frame below the line"
+check "the re module's engine, built into the interpreter, sits below regex_work (>= 90%)" \
+	[ "$regex_us" -gt 0 -a $((sre_us * 10)) -ge $((regex_us * 9)) ]
 check "the lambdas compiled anew keep their name and file" grep -q ';<lambda>_(<fresh-lambda>:1)' s.lines
 check "the generator and the method are frames of their own" \
 	bash -c "grep -q ';drive_gen;gen_values' s.us && grep -qE ';(Worker\.)?step[; ]' s.us"

@@ -14,6 +14,8 @@ right are all here:
   <lambda>      a lambda compiled anew on every call, from "<fresh-lambda>":
                 its code object dies after each call, all through the run
   hash_work     a call into a C extension (hashlib: _hashlib and libcrypto)
+  regex_work    a call into a module built into the interpreter (_sre, the
+                re module's engine), whose frames are the interpreter's own
   thread_work   a second Python thread, named py-worker
 
 usage: python3 split.py [SECONDS]   (CPU seconds per thread, default 3)
@@ -23,12 +25,16 @@ lines: a sample belongs to NAME when FRAME is the frame Meter.run called
 (how a profile of this program is read against its truth).
 """
 import hashlib
+import re
 import sys
 import threading
 import time
 
 FRESH = "lambda n: sum([i * i for i in range(n)])"
 BUF = bytes(range(256)) * 4096  # 1 MiB
+# no match: _sre tries each word and backtracks through it, in C
+PATTERN = re.compile(r"[a-z]+[0-9]")
+TEXT = "abcdefgh " * 6000
 
 
 def spin(n):
@@ -90,6 +96,13 @@ def hash_work(rounds):
     return d
 
 
+def regex_work(rounds):
+    m = None
+    for _ in range(rounds):
+        m = PATTERN.search(TEXT)
+    return m
+
+
 def thread_work(n):
     return spin(n)
 
@@ -105,6 +118,7 @@ CALLEES = [
     ("step", "Worker.step"),
     ("fresh_lambda", "<lambda>"),
     ("hash_work", "hash_work"),
+    ("regex_work", "regex_work"),
     ("thread_work", "thread_work"),
 ]
 
@@ -135,6 +149,7 @@ def main_loop(meter, secs):
         meter.run("Worker.step", w.step, 30000)
         meter.run("<lambda>", fresh_lambda, 12000)
         meter.run("hash_work", hash_work, 3)
+        meter.run("regex_work", regex_work, 2)
 
 
 def thread_main(meter, secs):
