@@ -92,6 +92,7 @@ struct sp_builder {
 	int32_t probe_tid;
 
 	uint32_t *range_frame;	 /* per raw range id: model frame, or UINT32_MAX if not made yet */
+	struct sp_u32v chain;	 /* the sample's range ids, outermost first */
 	signed char *range_keep; /* per raw range id: -1 unknown, 0 no, 1 inside opts->range */
 	uint32_t *thread_frame;	 /* per thread index: model frame + 1 */
 	size_t thread_frame_cap;
@@ -506,17 +507,27 @@ static int sp_push_frame(struct sp_builder *b, uint32_t frame, uint32_t loc1)
 	return 0;
 }
 
-static int sp_push_ranges(struct sp_builder *b, uint32_t id, uint32_t depth)
+/* Collects range id's chain into b->chain, outermost first (a chain
+ * longer than the file's ranges loops: it is cut there). */
+static int sp_range_chain(struct sp_builder *b, uint32_t id)
 {
 	const struct sp_profile *p = b->m->prof;
-	if (!id || id > p->n_ranges || depth > p->n_ranges)
-		return 0;
-	/* outermost first: recurse to the parent before pushing this one */
-	int rc = sp_push_ranges(b, p->ranges[id - 1].parent, depth + 1);
-	if (rc)
-		return rc;
+	b->chain.n = 0;
+	for (; id && id <= p->n_ranges && b->chain.n < p->n_ranges; id = p->ranges[id - 1].parent)
+		if (sp_u32v_push(&b->chain, id))
+			return -ENOMEM;
+	for (size_t i = 0, j = b->chain.n; i + 1 < j; i++, j--) {
+		uint32_t t = b->chain.v[i];
+		b->chain.v[i] = b->chain.v[j - 1];
+		b->chain.v[j - 1] = t;
+	}
+	return 0;
+}
+
+static int sp_push_range(struct sp_builder *b, uint32_t id)
+{
 	if (b->range_frame[id] == UINT32_MAX) {
-		const char *name = p->ranges[id - 1].name;
+		const char *name = b->m->prof->ranges[id - 1].name;
 		int64_t f =
 		    sp_synth_frame(b, name && name[0] ? name : "[unnamed range]", SP_MFRAME_RANGE);
 		if (f < 0)
@@ -524,6 +535,35 @@ static int sp_push_ranges(struct sp_builder *b, uint32_t id, uint32_t depth)
 		b->range_frame[id] = (uint32_t)f;
 	}
 	return sp_push_frame(b, b->range_frame[id], 0);
+}
+
+/* Where a sample's stack stands while its frames are pushed from the root:
+ * the raw frames passed, and the next range of the chain to place. */
+struct sp_place {
+	uint32_t native, python;
+	size_t next;
+};
+
+/*
+ * Pushes the chain's ranges whose place the stack has reached (all of
+ * them when all is set): each just inside the frame that pushed it
+ * (SP_ANCHOR_*, format/profile.h), in nesting order, so a range never
+ * goes outside the one that holds it.
+ */
+static int sp_place_ranges(struct sp_builder *b, struct sp_place *pl, bool all)
+{
+	const struct sp_profile *p = b->m->prof;
+	for (; pl->next < b->chain.n; pl->next++) {
+		uint32_t id = b->chain.v[pl->next];
+		uint32_t a = p->ranges[id - 1].anchor;
+		uint32_t at = (a & SP_ANCHOR_PYTHON) ? pl->python : pl->native;
+		if (!all && at < SP_ANCHOR_FRAMES(a))
+			break;
+		int rc = sp_push_range(b, id);
+		if (rc)
+			return rc;
+	}
+	return 0;
 }
 
 static uint64_t sp_ids_hash(const uint32_t *ids, size_t n)
@@ -654,7 +694,15 @@ static int64_t sp_make_stack(struct sp_builder *b, uint32_t thread, uint32_t ran
 		if ((rc = sp_push_frame(b, b->thread_frame[thread] - 1, 0)))
 			return rc;
 	}
-	if (!b->o->no_ranges && (rc = sp_push_ranges(b, range, 0)))
+	/* Ranges go where they were pushed. Without the stack's root (cut
+	 * off at max depth, or an unwind that stopped early) no place can be
+	 * counted: they go at the top, as they did before anchors. */
+	struct sp_place pl = {0, 0, 0};
+	b->chain.n = 0;
+	if (!b->o->no_ranges && (rc = sp_range_chain(b, range)))
+		return rc;
+	if ((rc = sp_place_ranges(
+		 b, &pl, !raw || (raw->flags & (SP_STACK_TRUNCATED | SP_STACK_UNWIND_ERR)))))
 		return rc;
 	/* a stack whose outer frames are missing must not look like a thread
 	 * root of its own: a marker root says why it ends there */
@@ -668,6 +716,7 @@ static int64_t sp_make_stack(struct sp_builder *b, uint32_t thread, uint32_t ran
 	for (uint32_t i = depth; i-- > 0;) {
 		/* pcs[0] is where the thread was interrupted; the rest return addresses */
 		int64_t loc = sp_pc_loc(b, raw->pcs[i], i != 0);
+		bool entry_is_py = sp_pc_is_pyframe(raw->pcs[i]);
 		if (loc < 0)
 			return loc;
 		size_t off = b->loc_off[loc];
@@ -686,11 +735,23 @@ static int64_t sp_make_stack(struct sp_builder *b, uint32_t thread, uint32_t ran
 				return py;
 			if ((rc = sp_push_frame(b, b->pool.v[b->loc_off[py]], (uint32_t)py + 1)))
 				return rc;
+			pl.python++;
+			if ((rc = sp_place_ranges(b, &pl, false)))
+				return rc;
 		}
 		for (uint32_t k = split; k < m->locs[loc].n; k++)
 			if ((rc = sp_push_frame(b, b->pool.v[off + k], (uint32_t)loc + 1)))
 				return rc;
+		if (entry_is_py)
+			pl.python++;
+		else
+			pl.native++;
+		if ((rc = sp_place_ranges(b, &pl, false)))
+			return rc;
 	}
+	/* a range whose frame this stack doesn't reach holds its innermost frames */
+	if ((rc = sp_place_ranges(b, &pl, true)))
+		return rc;
 	if (b->interp && !b->o->python_plumbing)
 		sp_fold_plumbing(b);
 	if (b->cur.n == 0 || depth == 0) {
@@ -856,6 +917,7 @@ out:
 	free(b.cur.v);
 	free(b.cur_locs.v);
 	free(b.range_frame);
+	free(b.chain.v);
 	free(b.range_keep);
 	free(b.pymod);
 	free(b.thread_frame);

@@ -50,9 +50,9 @@ enum sp_rec_type {
 #define SP_MOD_DLOPEN 0x4u /* loaded by dlopen() after start */
 
 /* Stack flags. */
-#define SP_STACK_TRUNCATED  0x1u /* deeper than max_depth: outer frames cut */
-#define SP_STACK_UNWIND_ERR 0x2u /* unwinder stopped early on an error */
-#define SP_STACK_JIT_SCAN   0x4u /* a frame was found by stack scanning */
+#define SP_STACK_TRUNCATED   0x1u /* deeper than max_depth: outer frames cut */
+#define SP_STACK_UNWIND_ERR  0x2u /* unwinder stopped early on an error */
+#define SP_STACK_JIT_SCAN    0x4u /* a frame was found by stack scanning */
 #define SP_STACK_PY_UNPLACED 0x8u /* some Python frames follow the native ones, unplaced */
 
 /* Range flags (the same values as STACKPROF_RANGE_* in stackprof.h). */
@@ -154,8 +154,20 @@ struct sp_prof_range {
 	uint32_t id;
 	uint32_t parent;
 	char *name;
-	uint32_t flags; /* SP_RANGE_*; 0 in files written before flags existed */
+	uint32_t flags;	 /* SP_RANGE_*; 0 in files written before flags existed */
+	uint32_t anchor; /* where it was pushed: SP_ANCHOR_* below; 0 for the root */
 };
+
+/*
+ * A range's anchor is the frame that pushed it, counted from the root of
+ * the thread's stack, as the raw stacks of its samples count: the range
+ * belongs just inside that frame. SP_ANCHOR_PYTHON counts only the Python
+ * frames (tagged PCs), else only the native ones. 0: the root (files
+ * written before anchors existed, or a push whose place was unknown).
+ */
+#define SP_ANCHOR_PYTHON	       0x1u
+#define SP_ANCHOR_MAKE(frames, python) (((frames) << 1) | ((python) ? SP_ANCHOR_PYTHON : 0u))
+#define SP_ANCHOR_FRAMES(a)	       ((a) >> 1)
 
 /* A process-wide event at a point in time. */
 struct sp_prof_mark {
@@ -186,10 +198,10 @@ struct sp_prof_pycode {
 	uint32_t id;
 	uint32_t minor; /* CPython 3.minor: the line table's format */
 	int32_t firstlineno;
-	uint32_t flags; /* SP_PYCODE_* */
-	char *name;	/* co_name, UTF-8 */
-	char *qualname; /* co_qualname (3.11+), NULL on 3.10 */
-	char *filename; /* co_filename */
+	uint32_t flags;	    /* SP_PYCODE_* */
+	char *name;	    /* co_name, UTF-8 */
+	char *qualname;	    /* co_qualname (3.11+), NULL on 3.10 */
+	char *filename;	    /* co_filename */
 	uint8_t *linetable; /* co_linetable's bytes */
 	size_t linetable_len;
 };
@@ -228,7 +240,7 @@ struct sp_prof_stats {
 	uint64_t unwind_differ; /* STACKPROF_UNWIND=check: samples where the unwinders differ */
 	bool unwind_checked;	/* the run was in check mode */
 	int32_t signal;		/* SP_STATS_SIGNAL: the signal the process killed itself with */
-	uint64_t handler_stack;	  /* bytes of its own stack the handler used at most (whole pages) */
+	uint64_t handler_stack; /* bytes of its own stack the handler used at most (whole pages) */
 	uint32_t timer_fallbacks; /* threads given posix-cputimer when perf descriptors ran out */
 	uint32_t aside;		  /* times stackprof stood aside while the program had SIGPROF */
 	bool randomized;	  /* the timer drew each period at random */
@@ -318,7 +330,8 @@ struct sp_profile {
 	 * program never opened a window: then the whole run is wanted. */
 	struct sp_prof_window *windows;
 	size_t n_windows;
-	struct sp_prof_pycode *pycodes; /* in file order; ids may repeat (the same code seen by two threads at once) */
+	struct sp_prof_pycode *
+	    pycodes; /* in file order; ids may repeat (the same code seen by two threads at once) */
 	size_t n_pycodes;
 	struct sp_prof_pyinfo *pyinfos; /* in file order: the last one says how the run ended */
 	size_t n_pyinfos;

@@ -297,6 +297,7 @@ static bool sp_parse_record(struct sp_reader *r, uint8_t type, const uint8_t *da
 		rg->name = sp_cursor_str(&c);
 		/* added after the first files were written */
 		rg->flags = c.p < c.end ? (uint32_t)sp_cursor_uleb(&c) : 0;
+		rg->anchor = c.p < c.end ? (uint32_t)sp_cursor_uleb(&c) : 0;
 		break;
 	}
 	case SP_REC_JIT: {

@@ -198,6 +198,7 @@ int sp_writer_range(struct sp_writer *w, const struct sp_prof_range *r)
 	sp_buf_put_str(&w->rec, r->name);
 	/* added after the first version: older readers stop before it */
 	sp_buf_put_uleb(&w->rec, r->flags);
+	sp_buf_put_uleb(&w->rec, r->anchor);
 	return sp_writer_emit(w, SP_REC_RANGE);
 }
 

@@ -4,24 +4,33 @@
  * this library.
  */
 #include "api.h"
+#include "fds.h"
+#include "modules.h"
 #include "profile.h"
 #include "sampler.h"
 #include "signals.h"
 #include "stackprof.h"
 #include "sys.h"
 #include "timer.h"
+#include "unwind.h"
 #include "writer.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ucontext.h>
 
 _Static_assert(STACKPROF_RANGE_MODULE == SP_RANGE_MODULE, "range flags are the file's flags");
 
 struct sp_range_node {
 	uint32_t parent;
 	uint32_t flags;
+	uint32_t anchor; /* SP_ANCHOR_* (profile.h) */
 	char *name;
 };
+
+/* Native frames an anchor is counted in; a deeper push is anchored at the root. */
+#define SP_ANCHOR_MAX_DEPTH 512
 
 static pthread_mutex_t sp_range_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sp_range_node *sp_ranges;
@@ -42,16 +51,17 @@ static pthread_mutex_t sp_mark_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sp_mark *sp_marks;
 static uint32_t sp_n_marks, sp_cap_marks;
 
-/* Interns (parent, name, flags) and returns its id; 0 on allocation failure.
- * A linear scan from the newest: programs push a handful of distinct names
- * (label_modules: one per module of the model). */
-static uint32_t sp_range_intern(uint32_t parent, const char *name, uint32_t flags)
+/* Interns (parent, name, flags, anchor) and returns its id; 0 on
+ * allocation failure. A linear scan from the newest: programs push a
+ * handful of distinct names from a handful of places (label_modules: one
+ * per module of the model). */
+static uint32_t sp_range_intern(uint32_t parent, const char *name, uint32_t flags, uint32_t anchor)
 {
 	uint32_t id = 0;
 	pthread_mutex_lock(&sp_range_lock);
 	for (uint32_t i = sp_n_ranges; i-- > 0;) {
 		if (sp_ranges[i].parent == parent && sp_ranges[i].flags == flags &&
-		    !strcmp(sp_ranges[i].name, name)) {
+		    sp_ranges[i].anchor == anchor && !strcmp(sp_ranges[i].name, name)) {
 			id = i + 1;
 			goto out;
 		}
@@ -69,6 +79,7 @@ static uint32_t sp_range_intern(uint32_t parent, const char *name, uint32_t flag
 		goto out;
 	sp_ranges[sp_n_ranges].parent = parent;
 	sp_ranges[sp_n_ranges].flags = flags;
+	sp_ranges[sp_n_ranges].anchor = anchor;
 	sp_ranges[sp_n_ranges].name = copy;
 	id = ++sp_n_ranges;
 out:
@@ -76,16 +87,16 @@ out:
 	return id;
 }
 
-uint32_t sp_ranges_snapshot(uint32_t from, uint32_t *parent, const char **name, uint32_t *flags,
-			    uint32_t max)
+uint32_t sp_ranges_snapshot(uint32_t from, struct sp_prof_range *out, uint32_t max)
 {
 	uint32_t n = 0;
 	pthread_mutex_lock(&sp_range_lock);
-	for (uint32_t i = from; i < sp_n_ranges && n < max; i++, n++) {
-		parent[n] = sp_ranges[i].parent;
-		name[n] = sp_ranges[i].name;
-		flags[n] = sp_ranges[i].flags;
-	}
+	for (uint32_t i = from; i < sp_n_ranges && n < max; i++, n++)
+		out[n] = (struct sp_prof_range){.id = i + 1,
+						.parent = sp_ranges[i].parent,
+						.name = sp_ranges[i].name,
+						.flags = sp_ranges[i].flags,
+						.anchor = sp_ranges[i].anchor};
 	pthread_mutex_unlock(&sp_range_lock);
 	return n;
 }
@@ -214,21 +225,62 @@ SP_EXPORT void stackprof_flush(void)
 	sp_writer_flush_now();
 }
 
-SP_EXPORT int stackprof_range_push(const char *name)
+/*
+ * Where the C code that called the API sits in its thread's stack: its
+ * native frames from the root through the caller's, counted as the model
+ * counts a sample's (SP_ANCHOR_*), so the range can go just inside the
+ * caller. The walk is the handler's own, from here; the timer's signal is
+ * held off meanwhile, since a sample would share its per-thread state
+ * (sp_in_unwind). Frames of this library are the push itself. 0 (the
+ * root) when the walk stopped early, had to scan, or found no caller.
+ */
+static __attribute__((noinline)) uint32_t sp_anchor_walk(ucontext_t *uc)
 {
-	return stackprof_range_push_flags(name, 0);
+	uint64_t pcs[SP_ANCHOR_MAX_DEPTH];
+	uint32_t anchor = 0;
+	sigset_t set, old;
+	sigemptyset(&set);
+	sigaddset(&set, sp_g.timer->signo);
+	pthread_sigmask(SIG_BLOCK, &set, &old);
+	if (!sp_modules_enter())
+		goto unblock;
+	uint32_t flags = 0;
+	struct sp_unwind_count cnt = {0, 0};
+	sp_in_unwind = 1;
+	sp_fd_libunwind(1);
+	size_t depth = sp_unwind_signal(uc, pcs, NULL, SP_ANCHOR_MAX_DEPTH, &flags, false, &cnt);
+	sp_fd_libunwind(0);
+	sp_in_unwind = 0;
+	const struct sp_modsnap *snap = sp_modules_current();
+	const struct sp_mod *self = sp_modsnap_text(snap, (uintptr_t)&sp_anchor_walk);
+	size_t i = 0;
+	/* pcs[0] is in the push; then return addresses into this library, then the caller */
+	while (i < depth && sp_modsnap_text(snap, i ? pcs[i] - 1 : pcs[i]) == self)
+		i++;
+	if (self && i < depth && !(flags & (SP_STACK_TRUNCATED | SP_STACK_UNWIND_ERR)))
+		anchor = SP_ANCHOR_MAKE((uint32_t)(depth - i), false);
+	sp_modules_leave();
+unblock:
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return anchor;
 }
 
-SP_EXPORT int stackprof_range_push_flags(const char *name, unsigned flags)
+static uint32_t sp_native_anchor(void)
 {
-	struct sp_thread *t = sp_self;
-	if (!t || !name)
-		return -1;
+	ucontext_t uc;
+	if (!sp_g.timer || getcontext(&uc) != 0)
+		return 0;
+	return sp_anchor_walk(&uc);
+}
+
+/* Pushes a range anchored at anchor on the calling thread t. */
+static int sp_range_push_at(struct sp_thread *t, const char *name, unsigned flags, uint32_t anchor)
+{
 	if (t->range_depth >= SP_MAX_RANGE_DEPTH) {
 		t->range_overflow++;
 		return t->range_depth + t->range_overflow;
 	}
-	uint32_t id = sp_range_intern(atomic_load(&t->range_top), name, flags);
+	uint32_t id = sp_range_intern(atomic_load(&t->range_top), name, flags, anchor);
 	if (!id) {
 		t->range_overflow++; /* out of memory: popped like an overflow */
 		return t->range_depth + t->range_overflow;
@@ -236,6 +288,31 @@ SP_EXPORT int stackprof_range_push_flags(const char *name, unsigned flags)
 	t->range_stack[t->range_depth++] = id;
 	atomic_store(&t->range_top, id);
 	return t->range_depth;
+}
+
+SP_EXPORT int stackprof_range_push(const char *name)
+{
+	struct sp_thread *t = sp_self;
+	if (!t || !name)
+		return -1;
+	return sp_range_push_at(t, name, 0, sp_native_anchor());
+}
+
+SP_EXPORT int stackprof_range_push_flags(const char *name, unsigned flags)
+{
+	struct sp_thread *t = sp_self;
+	if (!t || !name)
+		return -1;
+	return sp_range_push_at(t, name, flags, sp_native_anchor());
+}
+
+SP_EXPORT int stackprof_range_push_python(const char *name, unsigned flags, unsigned py_depth)
+{
+	struct sp_thread *t = sp_self;
+	if (!t || !name)
+		return -1;
+	return sp_range_push_at(
+	    t, name, flags, py_depth && py_depth < (1u << 30) ? SP_ANCHOR_MAKE(py_depth, true) : 0);
 }
 
 SP_EXPORT int stackprof_range_pop(void)

@@ -12,6 +12,8 @@
 
 #include <stdint.h>
 
+struct sp_prof_range;
+
 /* Called once by the constructor: applies STACKPROF_SCHEDULE and STACKPROF_START. */
 void sp_api_init(void);
 
@@ -23,12 +25,11 @@ void sp_api_resync(void);
 void sp_api_atfork(int phase);
 
 /*
- * For the writer: copies up to max range nodes from index `from` (their
- * parent ids, names and SP_RANGE_* flags) and returns how many. Names stay
- * valid for the life of the process.
+ * For the writer: copies up to max range nodes from index `from` (ids,
+ * parent ids, names, SP_RANGE_* flags and SP_ANCHOR_* anchors) and returns
+ * how many. Names stay valid for the life of the process.
  */
-uint32_t sp_ranges_snapshot(uint32_t from, uint32_t *parent, const char **name, uint32_t *flags,
-			    uint32_t max);
+uint32_t sp_ranges_snapshot(uint32_t from, struct sp_prof_range *out, uint32_t max);
 
 /*
  * For the writer: moves up to max queued window marks (SP_MARK_* kinds,

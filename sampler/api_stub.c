@@ -34,6 +34,11 @@ int stackprof_range_push_flags(const char *name, unsigned flags)
 	return -1;
 }
 
+int stackprof_range_push_python(const char *name, unsigned flags, unsigned py_depth)
+{
+	return -1;
+}
+
 int stackprof_schedule(unsigned wait, unsigned warmup, unsigned active, unsigned repeat)
 {
 	return active ? 0 : -1;

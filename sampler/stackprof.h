@@ -8,7 +8,8 @@
  *   stackprof_start() / stackprof_stop()   keep or ignore samples from now on
  *   stackprof_flush()                      push everything so far to the file
  *   stackprof_range_push("LINEAR PASS")    a named range, like record_function:
- *   stackprof_range_pop()                  it becomes a frame above the stack
+ *   stackprof_range_pop()                  it becomes a frame in the stack,
+ *                                          just inside the function that pushed it
  *   stackprof_step()                       advance a wait,warmup,active,repeat
  *                                          schedule (torch.profiler.schedule)
  *   stackprof_window_begin() / _end()      the part of the run to look at, like
@@ -45,8 +46,10 @@ void stackprof_flush(void);
 
 /*
  * Opens a named range on the calling thread; ranges nest. The name is
- * copied. Returns the depth after the push, or -1 if stackprof is not
- * running or the name is NULL.
+ * copied. In the profile the range is a frame just inside the function
+ * that called this (found by walking the stack once, about as much as one
+ * sample costs), so the frames outside it stay above. Returns the depth
+ * after the push, or -1 if stackprof is not running or the name is NULL.
  */
 int stackprof_range_push(const char *name);
 
@@ -62,6 +65,15 @@ int stackprof_range_pop(void);
  * ranges. Returns as stackprof_range_push().
  */
 int stackprof_range_push_flags(const char *name, unsigned flags);
+
+/*
+ * stackprof_range_push_flags() for an interpreter's code: the range goes
+ * just inside the Python frame py_depth frames from the root of the
+ * thread's Python stack (1 is the outermost; len(inspect.stack()) of the
+ * frame that opens it), or at the root if py_depth is 0. No stack walk.
+ * Python's stackprof package calls this.
+ */
+int stackprof_range_push_python(const char *name, unsigned flags, unsigned py_depth);
 
 /*
  * Opens a window: the part of the run the program wants to see, like a

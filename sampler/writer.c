@@ -292,18 +292,13 @@ static void sp_thread_name(struct sp_wstate *s, uint32_t slot, const struct sp_t
 
 static void sp_ranges_sync(struct sp_wstate *s)
 {
-	uint32_t parent[64], flags[64];
-	const char *name[64];
+	struct sp_prof_range r[64];
 	for (;;) {
-		uint32_t n = sp_ranges_snapshot(s->ranges_emitted, parent, name, flags, 64);
+		uint32_t n = sp_ranges_snapshot(s->ranges_emitted, r, 64);
 		if (!n)
 			return;
 		for (uint32_t i = 0; i < n; i++) {
-			struct sp_prof_range r = {.id = s->ranges_emitted + 1,
-						  .parent = parent[i],
-						  .name = (char *)name[i],
-						  .flags = flags[i]};
-			sp_writer_range(s->w, &r);
+			sp_writer_range(s->w, &r[i]);
 			s->ranges_emitted++;
 		}
 	}

@@ -26,6 +26,9 @@ process-wide. See ``sampler/stackprof.h`` for the C functions underneath.
 
 import ctypes
 import functools
+import sys
+
+_getframe = sys._getframe
 
 __all__ = [
     "active",
@@ -70,6 +73,7 @@ def _bind():
         "flush": fn("stackprof_flush", None),
         "push": fn("stackprof_range_push", c_int, ctypes.c_char_p),
         "push_flags": fn("stackprof_range_push_flags", c_int, ctypes.c_char_p, c_uint),
+        "push_python": fn("stackprof_range_push_python", c_int, ctypes.c_char_p, c_uint, c_uint),
         "pop": fn("stackprof_range_pop", c_int),
         "schedule": fn("stackprof_schedule", c_int, c_uint, c_uint, c_uint, c_uint),
         "step": fn("stackprof_step", c_long),
@@ -83,6 +87,10 @@ def _bind():
         # a library older than range flags: module ranges become plain ranges
         push = c["push"]
         c["push_flags"] = lambda name, flags: push(name)
+    if c["push_python"] is None:
+        # older than anchors: the range sits at the root of the stack
+        push_flags = c["push_flags"]
+        c["push_python"] = lambda name, flags, depth: push_flags(name, flags)
     if c["window_begin"] is None:
         # older than windows: the block is still all that is sampled when the
         # run starts paused, but the profile cannot say where it was
@@ -113,12 +121,12 @@ def _minus_one(*args):
 
 if _lib is not None:
     _start, _stop, _flush = _lib["start"], _lib["stop"], _lib["flush"]
-    _push_flags, _pop = _lib["push_flags"], _lib["pop"]
+    _push_flags, _push_python, _pop = _lib["push_flags"], _lib["push_python"], _lib["pop"]
     _schedule, _step = _lib["schedule"], _lib["step"]
     _window_begin, _window_end = _lib["window_begin"], _lib["window_end"]
 else:
     _start = _stop = _flush = _schedule = _step = _noop
-    _push_flags = _pop = _window_begin = _window_end = _minus_one
+    _push_flags = _push_python = _pop = _window_begin = _window_end = _minus_one
 
 
 def active():
@@ -145,6 +153,17 @@ def _encode(name):
     return str(name).encode("utf-8", "replace")
 
 
+def _py_depth(frame):
+    """How many Python frames from the root of the thread's stack through
+    ``frame``: where a range pushed by it goes in the profile (the sampler
+    counts the frames of each sample the same way)."""
+    n = 0
+    while frame is not None:
+        n += 1
+        frame = frame.f_back
+    return n
+
+
 def _pop_to(depth):
     """Close this thread's ranges until ``depth`` are left (or none is)."""
     d = _pop()
@@ -157,7 +176,8 @@ class record_function:
 
     As a context manager the range is opened on enter and closed on exit,
     also when the block raises; as a decorator, around every call. Samples
-    taken inside carry the name, which becomes a frame above their stack
+    taken inside carry the name, which becomes a frame of their stack just
+    inside the frame of the ``with`` statement, or the decorator's wrapper
     (nested ranges nest). ``args`` is accepted for torch.profiler's
     signature and not recorded. On exit, ranges left open inside the block
     (an ``nn.Module`` forward that raised) are closed too, so one failure
@@ -174,7 +194,9 @@ class record_function:
     if _lib is not None:
 
         def __enter__(self):
-            self._depths.append(_push_flags(self._name, 0) - 1)
+            # the range goes just inside the frame of the with statement
+            depth = _py_depth(_getframe(1))
+            self._depths.append(_push_python(self._name, 0, depth) - 1)
             return self
 
         def __exit__(self, *exc):
@@ -188,7 +210,8 @@ class record_function:
 
             @functools.wraps(fn)
             def wrapper(*args, **kwargs):
-                depth = _push_flags(name, 0) - 1
+                # just inside this wrapper, which calls fn
+                depth = _push_python(name, 0, _py_depth(_getframe(0))) - 1
                 try:
                     return fn(*args, **kwargs)
                 finally:

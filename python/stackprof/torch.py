@@ -23,7 +23,7 @@ registrations works.
 import sys
 import threading
 
-from . import _RANGE_MODULE, _lib, _pop, _pop_to, _push_flags
+from . import _RANGE_MODULE, _lib, _pop, _pop_to, _push_python, _py_depth
 
 __all__ = ["label_modules"]
 
@@ -33,24 +33,28 @@ _getframe = sys._getframe
 class _Calls(threading.local):
     def __init__(self):
         # one entry per module call whose range is open on this thread:
-        # [the frame that ran its hooks, the range depth before its push]
+        # (the frame that ran its hooks, the range depth before its push,
+        # that frame's Python depth: its range's place in the stack)
         self.open = []
 
 
 _calls = _Calls()
 
 
-def _live(frame, here):
-    """Whether ``frame`` is ``here`` or one of its callers, i.e. still running."""
+def _distance(frame, here):
+    """How many frames ``here`` is inside ``frame`` (0: it is ``frame``), or
+    -1 if ``frame`` is not among its callers, i.e. no longer running."""
+    n = 0
     while here is not None:
         if here is frame:
-            return True
+            return n
         here = here.f_back
-    return False
+        n += 1
+    return -1
 
 
 def _pre_hook(name):
-    push, calls = _push_flags, _calls
+    push, calls = _push_python, _calls
 
     def pre(module, args):
         frame = _getframe(1)  # the module's __call__, which runs both hooks
@@ -58,12 +62,19 @@ def _pre_hook(name):
         # A forward that raised never ran its forward hook (torch < 2.0 has
         # no always_call): its entry is on top, and its caller is not among
         # ours. Close such ranges here, before they swallow this call.
-        # Normally the top entry is this call's parent, a few frames up.
-        while stack and not _live(stack[-1][0], frame.f_back):
-            _, depth = stack.pop()
+        # Normally the top entry is this call's parent, a few frames up,
+        # and this frame's depth is the parent's plus that distance.
+        while stack:
+            d = _distance(stack[-1][0], frame)
+            if d > 0:
+                pydepth = stack[-1][2] + d
+                break
+            _, depth, _ = stack.pop()
             if depth >= 0:
                 _pop_to(depth)
-        stack.append((frame, push(name, _RANGE_MODULE) - 1))
+        else:
+            pydepth = _py_depth(frame)
+        stack.append((frame, push(name, _RANGE_MODULE, pydepth) - 1, pydepth))
 
     return pre
 

@@ -1,6 +1,7 @@
 #!/bin/bash
 # The C API (stackprof.h): named ranges appear as frames like
-# record_function; a wait,warmup,active,repeat schedule keeps only the active
+# record_function, each just inside the function that pushed it (issue 17
+# point 5); a wait,warmup,active,repeat schedule keeps only the active
 # steps; the same binary runs without the profiler (stub library).
 . "$(dirname "$0")/lib.sh"
 
@@ -10,10 +11,15 @@ check "runs without the profiler" grep -q 'profiler absent' plain.txt
 "$SP" run --no-summary -o r.prof -- "$BIN/api_user" ranges >r.txt
 check "runs under the profiler" grep -q 'profiler active' r.txt
 "$SP" collapse --frame func r.prof >r.folded
-check "LINEAR PASS is a frame above work_linear" \
-	grep -qE '^model_inference;LINEAR_PASS;.*;work_linear;' r.folded
-check "CONV PASS is a frame above work_conv" \
-	grep -qE '^model_inference;CONV_PASS;.*;work_conv;' r.folded
+# the shares: each pass's samples all carry the whole chain, in place
+lin=$(share r.folded ';main;model_inference;run_passes;LINEAR_PASS;work_linear;')
+conv=$(share r.folded ';main;model_inference;run_passes;CONV_PASS;work_conv;')
+say "main;model_inference;run_passes;LINEAR_PASS;work_linear: $lin%; ...CONV_PASS;work_conv: $conv%"
+check "LINEAR PASS sits between run_passes and work_linear (>= 40% of samples)" awk -v v="$lin" 'BEGIN { exit !(v >= 40) }'
+check "CONV PASS sits between run_passes and work_conv (>= 40% of samples)" awk -v v="$conv" 'BEGIN { exit !(v >= 40) }'
+check "no range at the root of any stack" bash -c "! grep -qE '^(model_inference|LINEAR_PASS|CONV_PASS)' r.folded"
+check "--no-ranges leaves them out" \
+	bash -c "'$SP' collapse --frame func --no-ranges r.prof | grep -q ';main;run_passes;work_linear;'"
 check "--range filters to one range" \
 	bash -c "'$SP' collapse --frame func --range 'LINEAR PASS' r.prof | grep -v work_conv | grep -q work_linear"
 

@@ -7,7 +7,9 @@
 # - a forward that raises (torch 1.13 skips its forward hooks) leaves no
 #   range behind: neither when the caller catches it, nor when the parent
 #   module does and goes on with another child;
-# - a module called twice counts twice.
+# - a module called twice counts twice;
+# - each module's range sits where its hooks ran: just inside
+#   Module._call_impl, just outside the module's forward.
 . "$(dirname "$0")/lib.sh"
 have_torch || skip "Debian's python3-torch and python3-torchvision are not installed"
 export PYTHONPATH="$SP_PYTHONPATH:$SP_SOURCE_DIR/tests/e2e"
@@ -164,6 +166,17 @@ check ">= 95% of the samples in the windows are in a module ($(at '[none]') of $
 	awk -v a="$(at '[none]')" -v t="$total" 'BEGIN { exit !(t > 0 && a <= 0.05 * t) }'
 check "the parent caught its child's exception: good is Catcher/good, never under bad" \
 	[ "$(at Catcher/good)" -ge 100 -a "$(grep -c 'bad/' paths.txt)" -eq 0 ]
+# where the ranges sit (issue 17 point 5): each module's range just inside
+# the Module._call_impl that ran its hooks, just outside its forward
+in_resnet=$(awk '/;ResNet;/ { n += $NF } END { print n + 0 }' m.folded)
+placed=$(awk '/;Module\._call_impl;ResNet;ResNet\.forward;ResNet\._forward_impl;/ { n += $NF } END { print n + 0 }' m.folded)
+convs=$(awk '/;(conv[12]|downsample|0);Conv2d\.forward;/ { n += $NF } END { print n + 0 }' m.folded)
+conv_placed=$(awk '/;Module\._call_impl;(conv[12]|0);Conv2d\.forward;/ { n += $NF } END { print n + 0 }' m.folded)
+say "ResNet range inside Module._call_impl, outside ResNet.forward: $placed of $in_resnet samples; convs: $conv_placed of $convs"
+check ">= 95% of ResNet's samples: ...;Module._call_impl;ResNet;ResNet.forward;..." \
+	awk -v a="$placed" -v t="$in_resnet" 'BEGIN { exit !(t > 0 && a >= 0.95 * t) }'
+check ">= 95% of the convs' samples: ...;Module._call_impl;conv1;Conv2d.forward;..." \
+	awk -v a="$conv_placed" -v t="$convs" 'BEGIN { exit !(t > 0 && a >= 0.95 * t) }'
 lin=$(at Twice/lin)
 once=$(at Twice/once)
 say "Twice: lin $lin samples, once $once"

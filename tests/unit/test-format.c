@@ -61,7 +61,11 @@ static void make_profile(const char *path)
 	CHECK(sp_writer_thread(w, &t) == 0);
 	struct sp_prof_range r = {.id = 1, .parent = 0, .name = "LINEAR PASS"};
 	CHECK(sp_writer_range(w, &r) == 0);
-	struct sp_prof_range r2 = {.id = 2, .parent = 1, .name = "conv1", .flags = SP_RANGE_MODULE};
+	struct sp_prof_range r2 = {.id = 2,
+				   .parent = 1,
+				   .name = "conv1",
+				   .flags = SP_RANGE_MODULE,
+				   .anchor = SP_ANCHOR_MAKE(7, true)};
 	CHECK(sp_writer_range(w, &r2) == 0);
 	struct sp_prof_mark mk = {.kind = SP_MARK_WINDOW_BEGIN, .time_ns = 500};
 	CHECK(sp_writer_mark(w, &mk) == 0);

@@ -275,13 +275,13 @@ static void test_module_view(void)
 	fake_stack(&fk, 1, 0, 2, (int[]){0, 1});
 	const uint32_t mod = SP_RANGE_MODULE;
 	/* ids 1..7; 6 and 7 point at each other (a corrupt file must not loop) */
-	fk.ranges[0] = (struct sp_prof_range){1, 0, (char *)"inference", 0};
-	fk.ranges[1] = (struct sp_prof_range){2, 1, (char *)"Net", mod};
-	fk.ranges[2] = (struct sp_prof_range){3, 2, (char *)"fc", mod};
-	fk.ranges[3] = (struct sp_prof_range){4, 3, (char *)"LINEAR PASS", 0};
-	fk.ranges[4] = (struct sp_prof_range){5, 2, (char *)"0", mod};
-	fk.ranges[5] = (struct sp_prof_range){6, 7, (char *)"a", mod};
-	fk.ranges[6] = (struct sp_prof_range){7, 6, (char *)"b", mod};
+	fk.ranges[0] = (struct sp_prof_range){1, 0, (char *)"inference", 0, 0};
+	fk.ranges[1] = (struct sp_prof_range){2, 1, (char *)"Net", mod, 0};
+	fk.ranges[2] = (struct sp_prof_range){3, 2, (char *)"fc", mod, 0};
+	fk.ranges[3] = (struct sp_prof_range){4, 3, (char *)"LINEAR PASS", 0, 0};
+	fk.ranges[4] = (struct sp_prof_range){5, 2, (char *)"0", mod, 0};
+	fk.ranges[5] = (struct sp_prof_range){6, 7, (char *)"a", mod, 0};
+	fk.ranges[6] = (struct sp_prof_range){7, 6, (char *)"b", mod, 0};
 	fk.p.ranges = fk.ranges;
 	fk.p.n_ranges = 7;
 	fk.m.prof = &fk.p;

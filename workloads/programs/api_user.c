@@ -3,7 +3,10 @@
  * schedule. Linked with libstackprof-api.so, so it runs with or without
  * the profiler.
  *
- *   api_user ranges     "LINEAR PASS" (work_linear) and "CONV PASS" (work_conv)
+ *   api_user ranges     "model_inference" pushed in main, around
+ *                       run_passes(), which pushes "LINEAR PASS" around
+ *                       work_linear() and "CONV PASS" around work_conv():
+ *                       each range belongs just inside its pusher
  *   api_user schedule   10 steps with schedule 2,1,3,1 (wait 2, warmup 1,
  *                       active 3, once): only steps 3..5 are sampled; every
  *                       step runs step_work(step) so the steps are told apart
@@ -44,6 +47,16 @@ __attribute__((noinline)) void work_conv(void)
 	burn(0.3);
 }
 
+__attribute__((noinline)) void run_passes(void)
+{
+	stackprof_range_push("LINEAR PASS");
+	work_linear();
+	stackprof_range_pop();
+	stackprof_range_push("CONV PASS");
+	work_conv();
+	stackprof_range_pop();
+}
+
 __attribute__((noinline)) void step_active(void)
 {
 	burn(0.1);
@@ -59,12 +72,7 @@ int main(int argc, char **argv)
 	const char *mode = argc > 1 ? argv[1] : "ranges";
 	if (!strcmp(mode, "ranges")) {
 		stackprof_range_push("model_inference");
-		stackprof_range_push("LINEAR PASS");
-		work_linear();
-		stackprof_range_pop();
-		stackprof_range_push("CONV PASS");
-		work_conv();
-		stackprof_range_pop();
+		run_passes();
 		stackprof_range_pop();
 		printf("api_user: ranges done (profiler %s)\n",
 		       stackprof_active() ? "active" : "absent");
