@@ -24,6 +24,7 @@ struct sp_chrome {
 	uint32_t n_open;
 	int pid;
 	bool first_event;
+	bool merged_lines; /* one label per function: a slice may span several lines */
 };
 
 static int sp_slice_cmp(const void *a, const void *b)
@@ -98,7 +99,12 @@ static int sp_flush_thread(struct sp_chrome *c, int tid)
 			if (f->file) {
 				fputs("\"file\":", out);
 				sp_json_str(out, f->file);
-				fprintf(out, ",\"line\":%u", f->line);
+				/* a Python slice of several lines: its function's first line */
+				fprintf(out, ",\"line\":%u",
+					c->merged_lines && f->kind == SP_MFRAME_PYTHON &&
+						f->def_line
+					    ? f->def_line
+					    : f->line);
 				sep = ",";
 			}
 			if (f->module) {
@@ -120,7 +126,8 @@ int sp_chrome_write(const struct sp_model *m, const struct sp_label_opts *lo, FI
 {
 	struct sp_label_opts o = *lo;
 	o.folded = false;
-	struct sp_chrome c = {.m = m, .out = out, .first_event = true};
+	struct sp_chrome c = {
+	    .m = m, .out = out, .first_event = true, .merged_lines = o.style == SP_LABEL_FUNC};
 	uint32_t *order = NULL;
 	uint32_t max_n = 1;
 	int err = -ENOMEM;

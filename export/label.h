@@ -5,6 +5,8 @@
  *   SP_LABEL_FUNC_LINE  "conv2d (conv.c:42)"   the default: shows the code
  *   SP_LABEL_FUNC       "conv2d"               one node per function
  *   SP_LABEL_PYTORCH    "conv.c(42): conv2d"   torch.profiler's stack entries
+ * In the PyTorch style a Python frame's file is its import path, as
+ * torch.profiler prints it ("torch/nn/modules/conv.py(454): Conv2d._conv_forward").
  * Frames without a file print their function only; range, thread and
  * "[truncated]" frames print their name.
  *

@@ -121,8 +121,9 @@ static bool sp_frame_eq(const void *ctx, uint32_t idx)
 {
 	const struct sp_builder *b = ctx;
 	const struct sp_mframe *x = &b->m->frames[idx], *y = b->probe_frame;
-	return x->line == y->line && x->kind == y->kind && sp_str_eq(x->func, y->func) &&
-	       sp_str_eq(x->file, y->file) && sp_str_eq(x->module, y->module);
+	return x->line == y->line && x->def_line == y->def_line && x->kind == y->kind &&
+	       sp_str_eq(x->func, y->func) && sp_str_eq(x->file, y->file) &&
+	       sp_str_eq(x->module, y->module);
 }
 
 /* Interns f (its strings must outlive the model); returns the frame id or -errno. */
@@ -364,37 +365,29 @@ static bool sp_pc_eq(const void *ctx, uint32_t idx)
 	return b->pcs[idx].pc == b->probe_pc.pc && b->pcs[idx].ret == b->probe_pc.ret;
 }
 
-/* Symbolizes pc once; returns the location index or -errno. */
-/*
- * The frame a Python word of a stack stands for (format/profile.h): its
- * code object's qualname, file and the line its instruction belongs to,
- * from the code's own line table. A code the sampler could not read, or
- * whose record is missing (a cut-off profile), is a frame of its own, named
- * as such: never guessed.
- */
-/*
- * A Python file's module, as Python would name it: the path under
- * site-packages or the standard library, without .py, dots for slashes
- * ("torch.nn.modules.conv", "threading"); a script by its name; a
- * pseudo-file ("<string>") as it is. malloc'd.
- */
-static char *sp_python_module(const char *file)
+const char *sp_model_python_path(const char *file)
 {
-	const char *p = file;
 	static const char *const roots[] = {"/site-packages/", "/dist-packages/"};
 	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
 		const char *q = strstr(file, roots[i]);
-		if (q) {
-			p = q + strlen(roots[i]);
-			break;
-		}
+		if (q)
+			return q + strlen(roots[i]);
 	}
-	const char *lib = p == file ? strstr(file, "/lib/python3") : NULL;
+	const char *lib = strstr(file, "/lib/python3");
 	if (lib && strchr(lib + 12, '/'))
-		p = strchr(lib + 12, '/') + 1;
-	else if (p == file && file[0] != '<')
-		p = sp_basename(file);
-	char *m = strdup(p);
+		return strchr(lib + 12, '/') + 1;
+	return file[0] == '<' ? file : sp_basename(file);
+}
+
+/*
+ * A Python file's module, as Python would name it: its import path
+ * (sp_model_python_path) without .py, dots for slashes
+ * ("torch.nn.modules.conv", "threading"); a pseudo-file ("<string>") as
+ * it is. malloc'd.
+ */
+static char *sp_python_module(const char *file)
+{
+	char *m = strdup(sp_model_python_path(file));
 	if (!m)
 		return NULL;
 	size_t n = strlen(m);
@@ -409,7 +402,14 @@ static char *sp_python_module(const char *file)
 	return m;
 }
 
-static struct sp_frame sp_python_frame(struct sp_builder *b, uint64_t word)
+/*
+ * The frame a Python word of a stack stands for (format/profile.h): its
+ * code object's qualname, file and the line its instruction belongs to,
+ * from the code's own line table. A code the sampler could not read, or
+ * whose record is missing (a cut-off profile), is a frame of its own, named
+ * as such: never guessed. *def_line gets its first line.
+ */
+static struct sp_frame sp_python_frame(struct sp_builder *b, uint64_t word, unsigned *def_line)
 {
 	struct sp_frame f = {.func = "[unreadable Python frame]", .kind = SP_FRAME_FUNC};
 	uint32_t id = sp_pyframe_code(word), instr = sp_pyframe_instr(word);
@@ -421,6 +421,9 @@ static struct sp_frame sp_python_frame(struct sp_builder *b, uint64_t word)
 	}
 	f.func = c->qualname && c->qualname[0] ? c->qualname : c->name ? c->name : "[unnamed code]";
 	f.file = c->filename;
+	if (c->filename && (b->o->sym_flags & SP_SYM_BASENAMES))
+		f.file = sp_basename(c->filename); /* as the symbolizer does for native files */
+	*def_line = c->firstlineno > 0 ? (unsigned)c->firstlineno : 0;
 	if (c->filename) {
 		/* one module string per code record, owned by the model */
 		size_t idx = (size_t)(c - b->m->prof->pycodes);
@@ -440,6 +443,7 @@ static struct sp_frame sp_python_frame(struct sp_builder *b, uint64_t word)
 	return f;
 }
 
+/* Symbolizes pc once; returns the location index or -errno. */
 static int64_t sp_pc_loc(struct sp_builder *b, uint64_t pc, bool ret)
 {
 	uint64_t h = sp_hash_u64(SP_HASH_SEED + ret, pc);
@@ -452,9 +456,10 @@ static int64_t sp_pc_loc(struct sp_builder *b, uint64_t pc, bool ret)
 	struct sp_model *m = b->m;
 	const struct sp_frame *fr;
 	struct sp_frame py;
+	unsigned py_def_line = 0;
 	int n = 1;
 	if (sp_pc_is_pyframe(pc)) {
-		py = sp_python_frame(b, pc);
+		py = sp_python_frame(b, pc, &py_def_line);
 		fr = &py;
 	} else {
 		n = sp_symbolizer_lookup(m->sym, pc, ret, &fr);
@@ -478,6 +483,7 @@ static int64_t sp_pc_loc(struct sp_builder *b, uint64_t pc, bool ret)
 		    .file = sp_model_short_path(b->o, fr[k].file),
 		    .line = fr[k].line,
 		    .module = fr[k].module,
+		    .def_line = fr == &py ? py_def_line : 0,
 		    .offset = fr[k].offset,
 		    .kind = fr == &py ? SP_MFRAME_PYTHON : (int)fr[k].kind,
 		};

@@ -37,6 +37,7 @@ struct sp_mframe {
 	const char *file; /* NULL if unknown */
 	unsigned line;
 	const char *module; /* basename, NULL if none; a Python frame's module name */
+	unsigned def_line;  /* a Python frame's function's first line (co_firstlineno), else 0 */
 	uint64_t offset;
 	int kind; /* enum sp_frame_kind or SP_MFRAME_* */
 };
@@ -149,6 +150,15 @@ int sp_model_parse_tids(const char *s, int32_t **tids, size_t *n);
  * memory; the caller frees.
  */
 uint32_t *sp_model_samples_by_thread(const struct sp_model *m);
+
+/*
+ * A Python file's path as Python imports it, the way torch.profiler prints
+ * it (it strips every sys.path entry): the part under site-packages or
+ * dist-packages ("torch/nn/modules/conv.py"), under the standard library
+ * ("threading.py", "json/decoder.py"), a script's file name ("infer.py"),
+ * a pseudo-file ("<string>") whole. Borrowed: a pointer into file.
+ */
+const char *sp_model_python_path(const char *file);
 
 /*
  * The file name o shows for path: path itself, or a pointer into it past a

@@ -63,7 +63,17 @@ struct sp_pp {
 	uint32_t *fid;	 /* per model frame: function id */
 	uint32_t *synth; /* per model frame: location id of its address-less location, or 0 */
 	uint32_t next_synth;
+	/* locations standing for part of a model location (sp_pp_part) */
+	struct sp_pp_partloc *parts;
+	size_t n_parts;
+	struct sp_htab part_idx;
+	struct sp_pp_partloc *probe;
 	bool oom;
+};
+
+struct sp_pp_partloc {
+	uint32_t loc, first, n; /* frames [first, first + n) of model location loc */
+	uint32_t id;
 };
 
 static int64_t sp_pp_str(struct sp_pp *p, const char *s)
@@ -104,11 +114,23 @@ static void sp_pp_functions(struct sp_pp *p)
 		p->fid[i] = (uint32_t)id + 1;
 		if ((size_t)id < before)
 			continue;
-		int64_t name = sp_pp_str(p, f->func);
+		int64_t name = sp_pp_str(p, f->func), sysname = name;
+		if (f->kind == SP_MFRAME_PYTHON && f->module) {
+			/* A Python function's system name is its module's: a name
+			 * equal to it would be "demangled" by pprof, whose heuristic
+			 * for C++ names turns "<module>" and "<lambda>" into "". */
+			sp_buf_reset(&key);
+			sp_buf_put_bytes(&key, f->module, strlen(f->module));
+			sp_buf_put_u8(&key, '.');
+			sp_buf_put_bytes(&key, f->func, strlen(f->func) + 1);
+			sysname = key.oom ? name : sp_pp_str(p, (const char *)key.data);
+		}
 		pb_varint(&p->sub, 1, p->fid[i]);
 		pb_varint(&p->sub, 2, (uint64_t)name);
-		pb_varint(&p->sub, 3, (uint64_t)name);
+		pb_varint(&p->sub, 3, (uint64_t)sysname);
 		pb_varint(&p->sub, 4, (uint64_t)sp_pp_str(p, file));
+		if (f->def_line) /* a Python function's first line: start_line */
+			pb_varint(&p->sub, 5, f->def_line);
 		pb_message(&p->body, PB_PROFILE_FUNCTION, &p->sub);
 	}
 	sp_buf_release(&key);
@@ -175,6 +197,88 @@ static uint32_t sp_pp_synth(struct sp_pp *p, uint32_t frame)
 	return id;
 }
 
+static bool sp_pp_part_eq(const void *ctx, uint32_t idx)
+{
+	const struct sp_pp *p = ctx;
+	const struct sp_pp_partloc *a = &p->parts[idx], *b = p->probe;
+	return a->loc == b->loc && a->first == b->first && a->n == b->n;
+}
+
+/*
+ * The location of frames [first, first + n) of model location loc, written
+ * on first use: its address and mapping, only those lines. A model stack
+ * holds part of a location when Python frames sit between its inlined
+ * frames (the eval loop's frame, then the Python code it ran, then the
+ * call machinery inlined into it) or the interpreter's plumbing was folded
+ * away: the whole location would put frames where they are not.
+ */
+static uint32_t sp_pp_part(struct sp_pp *p, uint32_t loc, uint32_t first, uint32_t n)
+{
+	struct sp_pp_partloc key = {.loc = loc, .first = first, .n = n};
+	uint64_t h = sp_hash_u64(sp_hash_u64(sp_hash_u64(SP_HASH_SEED, loc), first), n);
+	p->probe = &key;
+	int64_t i = sp_htab_find(&p->part_idx, h, sp_pp_part_eq, p);
+	if (i >= 0)
+		return p->parts[i].id;
+	void *grown = realloc(p->parts, (p->n_parts + 1) * sizeof(*p->parts));
+	if (!grown) {
+		p->oom = true;
+		return 0;
+	}
+	p->parts = grown;
+	key.id = p->next_synth++;
+	p->parts[p->n_parts] = key;
+	if (sp_htab_insert(&p->part_idx, h, (uint32_t)p->n_parts++))
+		p->oom = true;
+	const struct sp_mloc *l = &p->m->locs[loc];
+	pb_varint(&p->sub, 1, key.id);
+	if (l->module >= 0)
+		pb_varint(&p->sub, 2, (uint64_t)l->module + 1);
+	pb_varint(&p->sub, 3, l->addr);
+	for (uint32_t k = first + n; k-- > first;) /* innermost first */
+		sp_pp_line(p, l->frames[k]);
+	pb_message(&p->body, PB_PROFILE_LOCATION, &p->sub);
+	return key.id;
+}
+
+/*
+ * The pprof location ids of st, root first, into ids; returns how many.
+ * Consecutive frames that are a whole model location are that location.
+ */
+static size_t sp_pp_stack_locs(struct sp_pp *p, const struct sp_mstack *st, uint64_t *ids)
+{
+	const struct sp_model *m = p->m;
+	size_t nids = 0;
+	for (uint32_t f = 0; f < st->n;) {
+		uint32_t loc = st->locs[f];
+		if (!loc) {
+			ids[nids++] = sp_pp_synth(p, st->frames[f]);
+			f++;
+			continue;
+		}
+		const struct sp_mloc *l = &m->locs[loc - 1];
+		/* where this frame is in its location, and how many of the
+		 * location's next frames follow it in the stack */
+		uint32_t first = 0, run = 0;
+		for (uint32_t k = 0; k < l->n && !run; k++) {
+			uint32_t r = 0;
+			while (k + r < l->n && f + r < st->n && st->locs[f + r] == loc &&
+			       st->frames[f + r] == l->frames[k + r])
+				r++;
+			if (r)
+				first = k, run = r;
+		}
+		if (!run) { /* not one of its location's frames: cannot happen, stay correct */
+			ids[nids++] = sp_pp_synth(p, st->frames[f]);
+			f++;
+			continue;
+		}
+		ids[nids++] = run == l->n ? loc : sp_pp_part(p, loc - 1, first, run);
+		f += run;
+	}
+	return nids;
+}
+
 struct sp_pp_key {
 	uint32_t stack, thread, range;
 	uint64_t count, ns;
@@ -235,18 +339,7 @@ static void sp_pp_samples(struct sp_pp *p)
 	for (size_t i = 0; i < n && !p->oom; i++) {
 		const struct sp_pp_key *key = &g.v[i];
 		const struct sp_mstack *st = &m->stacks[key->stack];
-		size_t nids = 0;
-		/* walk root to leaf one address at a time: a location spans its inlined frames */
-		for (uint32_t f = 0; f < st->n;) {
-			uint32_t loc = st->locs[f];
-			if (!loc) {
-				ids[nids++] = sp_pp_synth(p, st->frames[f]);
-				f++;
-			} else {
-				ids[nids++] = loc;
-				f += m->locs[loc - 1].n;
-			}
-		}
+		size_t nids = sp_pp_stack_locs(p, st, ids);
 		sp_buf_reset(&p->packed);
 		for (size_t k = nids; k-- > 0;) /* pprof lists the leaf first */
 			sp_buf_put_uleb(&p->packed, ids[k]);
@@ -321,6 +414,7 @@ int sp_pprof_write(const struct sp_model *m, FILE *out)
 	p.funcs = sp_labels_new(NULL);
 	p.fid = calloc(m->n_frames + 1, sizeof(*p.fid));
 	p.synth = calloc(m->n_frames + 1, sizeof(*p.synth));
+	sp_htab_init(&p.part_idx);
 	if (!p.strs || !p.funcs || !p.fid || !p.synth)
 		goto out;
 	p.next_synth = (uint32_t)m->n_locs + 1;
@@ -367,5 +461,7 @@ out:
 	sp_labels_free(p.funcs);
 	free(p.fid);
 	free(p.synth);
+	free(p.parts);
+	sp_htab_release(&p.part_idx);
 	return err;
 }

@@ -37,9 +37,13 @@ int sp_speedscope_write(const struct sp_model *m, const struct sp_label_opts *lo
 		if (f && f->file && sp_mframe_is_code(f)) {
 			fputs(",\"file\":", out);
 			sp_json_str(out, f->file);
-			/* a label that merges several lines of a function has no one line */
+			/* a label that merges several lines of a function has no one
+			 * line, but a Python function has a first line (py-spy's
+			 * --function frames carry it too) */
 			if (f->line && o.style != SP_LABEL_FUNC)
 				fprintf(out, ",\"line\":%u", f->line);
+			else if (f->kind == SP_MFRAME_PYTHON && f->def_line)
+				fprintf(out, ",\"line\":%u", f->def_line);
 		}
 		putc('}', out);
 	}

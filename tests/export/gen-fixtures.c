@@ -8,9 +8,10 @@
  * fallback. The names are chosen to break naive output: spaces, ';', a tab
  * and a newline, C++ templates with spaces and commas.
  *
- *   gen-fixtures DIR            base.prof new.prof truncated.prof junk.prof, and
+ *   gen-fixtures DIR            base.prof new.prof truncated.prof junk.prof,
  *                               ops-base.prof ops-new.prof (a torch model's frames
- *                               and module ranges) in DIR
+ *                               and module ranges), and py-base.prof py-new.prof
+ *                               (Python frames merged into native stacks) in DIR
  *   gen-fixtures --big FILE SAMPLES STACKS
  *                               a large random-but-seeded profile for speed tests
  */
@@ -529,6 +530,238 @@ static void write_torch(const char *path, int v)
 	close(fd);
 }
 
+/*
+ * The Python fixtures: a CPython 3.11 program as the sampler records it.
+ * Python frames are tagged words (format/profile.h) placed inside the
+ * native frame of the eval call that ran them, innermost first; each code
+ * object has a PYCODE record with a 3.11 location table. The interpreter
+ * (the PYINFO record names it) is a stripped python3.11 that is missing
+ * here, so its functions are python3.11+0xoffset; between Python frames
+ * they are plumbing that every output folds away. A C extension lives in
+ * a missing _hashlib.so, and its frames stay. Files cover each kind of
+ * import path: a script whose directory has a space, the standard library,
+ * dist-packages, a pseudo-file. One frame could not be read (code id 0),
+ * one names a code with no record, one has no instruction (no line).
+ */
+#define PJIT_BASE 0x30000ull
+#define EXT_LO	  0x7e0000000000ull /* the missing _hashlib.so */
+#define EXT_HI	  0x7e0000100000ull
+#define PYI_LO	  0x5000000ull /* the missing python3.11 */
+#define PYI_HI	  0x5800000ull
+
+enum pfn {
+	N_START,
+	N_MAIN,
+	N_RUNMAIN,
+	N_CLONE3,
+	N_THREAD,
+	N_PYTHREAD,
+	N_COUNT,
+	/* the interpreter's own code, in python3.11 */
+	N_EVAL = 0x2000,
+	N_VCALL = 0x3000,
+	N_MUL = 0x4000,
+};
+
+static const char *const pfn_names[N_COUNT] = {
+    [N_START] = "_start",    [N_MAIN] = "main",		  [N_RUNMAIN] = "Py_RunMain",
+    [N_CLONE3] = "__clone3", [N_THREAD] = "start_thread", [N_PYTHREAD] = "pythread_wrapper",
+};
+
+struct pcode {
+	const char *name, *qualname, *file;
+	int first, l1, l2; /* first line; the lines of code units 0-3 and 4-7 */
+};
+
+#define SCRIPT "/srv/my app/split.py"
+static const struct pcode pcodes[] = {
+    [1] = {"<module>", "<module>", SCRIPT, 1, 30, 31},
+    [2] = {"main", "main", SCRIPT, 18, 20, 21},
+    [3] = {"via_one", "via_one", SCRIPT, 11, 12, 12},
+    [4] = {"via_two", "via_two", SCRIPT, 14, 15, 15},
+    [5] = {"shared", "shared", SCRIPT, 7, 8, 8},
+    [6] = {"spin", "spin", SCRIPT, 2, 3, 4},
+    [7] = {"hash_work", "hash_work", SCRIPT, 23, 25, 26},
+    [8] = {"run", "Thread.run", "/usr/lib/python3.11/threading.py", 970, 975, 976},
+    [9] = {"_conv_forward", "Conv2d._conv_forward",
+	   "/usr/lib/python3/dist-packages/torch/nn/modules/conv.py", 453, 454, 459},
+    [10] = {"<lambda>", "<lambda>", "<string>", 1, 1, 1},
+    [11] = {"step", "Worker.step", SCRIPT, 40, 41, 42},
+};
+#define N_PCODES ((uint32_t)(sizeof(pcodes) / sizeof(pcodes[0])))
+
+/* A 3.11 location entry without columns: units code units, line + delta. */
+static size_t loc_entry(uint8_t *t, unsigned units, int delta)
+{
+	uint32_t v = delta < 0 ? ((uint32_t)-delta << 1) | 1 : (uint32_t)delta << 1;
+	size_t n = 0;
+	t[n++] = (uint8_t)(0x80 | (13 << 3) | (units - 1));
+	do {
+		uint8_t b = v & 0x3f;
+		v >>= 6;
+		t[n++] = v ? (uint8_t)(b | 0x40) : b;
+	} while (v);
+	return n;
+}
+
+static void write_pycodes(struct sp_writer *w)
+{
+	for (uint32_t id = 1; id < N_PCODES; id++) {
+		const struct pcode *c = &pcodes[id];
+		uint8_t table[16];
+		size_t n = loc_entry(table, 4, c->l1 - c->first);
+		n += loc_entry(table + n, 4, c->l2 - c->l1);
+		struct sp_prof_pycode r = {.id = id,
+					   .minor = 11,
+					   .firstlineno = c->first,
+					   .name = (char *)c->name,
+					   .qualname = (char *)c->qualname,
+					   .filename = (char *)c->file,
+					   .linetable = table,
+					   .linetable_len = n};
+		check(sp_writer_pycode(w, &r), "pycode");
+	}
+}
+
+/* Stack entries, root first: a native JIT function, a Python frame, or C extension code. */
+#define PY(code, instr) (0x10000u + (code)*0x100u + (instr))
+#define NOLINE		0xffu /* an instruction not known */
+#define EXT(off)	(0x1000000u + (off))
+
+static uint64_t py_word(unsigned e)
+{
+	if (e >= 0x1000000u)
+		return EXT_LO + (e - 0x1000000u);
+	if (e >= 0x10000u) {
+		uint32_t instr = e & 0xff;
+		return sp_pyframe_word((e - 0x10000u) >> 8,
+				       instr == NOLINE ? SP_PYFRAME_NO_INSTR : instr);
+	}
+	return e >= N_COUNT ? PYI_LO + e : PJIT_BASE + e * JIT_SIZE;
+}
+
+static uint32_t py_stack(struct gen *g, int n, const unsigned *root_first)
+{
+	uint64_t pcs[64];
+	for (int i = 0; i < n; i++) {
+		unsigned e = root_first[n - 1 - i];
+		pcs[i] = py_word(e);
+		/* native code: the leaf at its PC, callers at a return address */
+		if (e < 0x10000u || e >= 0x1000000u)
+			pcs[i] += i ? 0x21 : 0x10;
+	}
+	struct sp_prof_stack s = {.id = ++g->next_stack, .depth = (uint32_t)n, .pcs = pcs};
+	check(sp_writer_stack(g->w, &s), "stack");
+	return s.id;
+}
+
+#define PSTACK(g, ...)                                                                             \
+	py_stack(g, (int)(sizeof((unsigned[]){__VA_ARGS__}) / sizeof(unsigned)),                   \
+		 (const unsigned[]){__VA_ARGS__})
+
+/*
+ * py-base (v = 0) and py-new (v = 1): new spends more on spin's second
+ * line, no longer hashes and adds the lambda, so a diff has every category.
+ */
+static void write_python(const char *path, int v)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0) {
+		fprintf(stderr, "gen-fixtures: %s: %s\n", path, strerror(errno));
+		exit(1);
+	}
+	struct gen g = {.clock = {0}};
+	g.w = sp_writer_new(fd);
+	if (!g.w)
+		exit(1);
+	struct sp_prof_header h = {
+	    .version = SP_PROFILE_VERSION,
+	    .pid = v ? 6262 : 6261,
+	    .ppid = 1,
+	    .start_realtime_ns = 1700000000000000000ull,
+	    .start_mono_ns = 1000 * MS,
+	    .freq_hz = 1000,
+	    .max_depth = 64,
+	    .timer = (char *)"posix-cputimer",
+	    .cmdline = (char *)"/usr/bin/python3 split.py",
+	    .exe = (char *)"/nonexistent/python3.11",
+	    .hostname = (char *)"fixture-host",
+	};
+	check(sp_writer_header(g.w, &h), "header");
+	struct sp_prof_module m = {
+	    .id = 1,
+	    .flags = SP_MOD_DLOPEN,
+	    .start = EXT_LO,
+	    .end = EXT_HI,
+	    .bias = EXT_LO,
+	    .path = (char *)"/nonexistent/_hashlib.so",
+	    .build_id = {0x31, 0x10},
+	    .build_id_len = 2,
+	};
+	check(sp_writer_module(g.w, &m), "module");
+	struct sp_prof_module interp = {
+	    .id = 2,
+	    .flags = SP_MOD_MAIN,
+	    .start = PYI_LO,
+	    .end = PYI_HI,
+	    .bias = PYI_LO,
+	    .path = (char *)"/nonexistent/python3.11",
+	    .build_id = {0x31, 0x11},
+	    .build_id_len = 2,
+	};
+	check(sp_writer_module(g.w, &interp), "module");
+	for (int f = 0; f < N_COUNT; f++) {
+		struct sp_prof_jit j = {.start = PJIT_BASE + f * JIT_SIZE,
+					.size = JIT_SIZE,
+					.name = (char *)pfn_names[f]};
+		check(sp_writer_jit(g.w, &j), "jit");
+	}
+	struct sp_prof_pyinfo pi = {.version = 3 << 16 | 11 << 8 | 2,
+				    .flags = SP_PYINFO_ACTIVE,
+				    .module = (char *)"/nonexistent/python3.11",
+				    .status = (char *)"Python 3.11.2: frames are read"};
+	check(sp_writer_pyinfo(g.w, &pi), "pyinfo");
+	struct sp_prof_thread th[] = {
+	    {.tid = 3000, .name = (char *)"python3"},
+	    {.tid = 3001, .name = (char *)"py-worker"},
+	};
+	for (size_t i = 0; i < sizeof(th) / sizeof(th[0]); i++)
+		check(sp_writer_thread(g.w, &th[i]), "thread");
+	write_pycodes(g.w);
+
+#define TOP N_START, N_MAIN, N_RUNMAIN, N_EVAL, PY(1, 0), PY(2, 1)
+	/* spin's two lines, by two paths; the leaf is the interpreter's arithmetic */
+	uint32_t spin1 = PSTACK(&g, TOP, PY(3, 0), PY(5, 0), PY(6, 1), N_MUL);
+	uint32_t spin2 = PSTACK(&g, TOP, PY(4, 0), PY(5, 0), PY(6, 5), N_MUL);
+	/* a C extension, and a Python callback from it through a second eval loop */
+	uint32_t hash = PSTACK(&g, TOP, PY(7, 2), EXT(0x1200), EXT(0x4400));
+	uint32_t callback = PSTACK(&g, TOP, PY(7, 6), EXT(0x1200), N_VCALL, N_EVAL, PY(11, 4));
+	/* the second line of main, a Python leaf seen in the eval loop itself */
+	uint32_t main2 = PSTACK(&g, N_START, N_MAIN, N_RUNMAIN, N_EVAL, PY(1, 4), PY(2, 5), N_EVAL);
+	/* frames that could not be read, not recorded, no instruction */
+	uint32_t odd = PSTACK(&g, TOP, PY(0, 0), PY(99, 0), PY(5, NOLINE), N_MUL);
+	uint32_t lambda = PSTACK(&g, TOP, PY(10, 0), N_MUL);
+	uint32_t worker =
+	    PSTACK(&g, N_CLONE3, N_THREAD, N_PYTHREAD, N_EVAL, PY(8, 1), PY(9, 0), PY(9, 4), N_MUL);
+#undef TOP
+
+	samples(&g, 0, 3000, spin1, 0, 20, MS);
+	samples(&g, 0, 3000, spin2, 0, v ? 30 : 10, MS);
+	if (!v)
+		samples(&g, 0, 3000, hash, 0, 8, MS);
+	samples(&g, 0, 3000, callback, 0, 3, MS);
+	samples(&g, 0, 3000, main2, 0, 2, MS);
+	samples(&g, 0, 3000, odd, 0, 2, MS);
+	if (v)
+		samples(&g, 0, 3000, lambda, 0, 6, MS);
+	samples(&g, 1, 3001, worker, 0, 12, MS);
+
+	struct sp_prof_stats st = {.flags = SP_STATS_FINAL, .timer = (char *)"posix-cputimer"};
+	check(sp_writer_stats(g.w, &st), "stats");
+	check(sp_writer_close(g.w), "close");
+	close(fd);
+}
+
 static void copy_prefix(const char *from, const char *to, uint64_t n)
 {
 	FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
@@ -605,6 +838,11 @@ int main(int argc, char **argv)
 	write_torch(path, 0);
 	snprintf(path, sizeof(path), "%s/ops-new.prof", argv[1]);
 	write_torch(path, 1);
+
+	snprintf(path, sizeof(path), "%s/py-base.prof", argv[1]);
+	write_python(path, 0);
+	snprintf(path, sizeof(path), "%s/py-new.prof", argv[1]);
+	write_python(path, 1);
 
 	snprintf(path, sizeof(path), "%s/junk.prof", argv[1]);
 	FILE *f = fopen(path, "wb");
