@@ -11,9 +11,10 @@ build_pkgs="build-essential cmake pkg-config libunwind-dev libdw-dev libelf-dev 
 # elfutils: eu-addr2line, the symbolizer's reference; python3.11-dbg: a large
 # binary with full DWARF; python3-torch(vision): the real inference target;
 # clang + libclang-rt-14-dev: libFuzzer; libxml2-utils: xmllint for the SVG;
-# procps: pgrep; gzip, xz-utils, sqlite3: other programs nobody here wrote
+# procps: pgrep; gzip, xz-utils, sqlite3: other programs nobody here wrote;
+# golang-go: `go tool pprof`, the real pprof reader
 test_pkgs="python3 elfutils python3.11-dbg python3-torch python3-torchvision xz-utils sqlite3 gzip
-  libxml2-utils procps perl clang libclang-rt-14-dev binutils"
+  libxml2-utils procps perl clang libclang-rt-14-dev binutils golang-go"
 
 pkgs=$build_pkgs
 [ "$what" = test ] && pkgs="$build_pkgs $test_pkgs"
