@@ -3,14 +3,14 @@
  * the step schedule and profile() windows. Only stackprof_* symbols leave
  * this library.
  */
-#include "api.h"
-#include "profile.h"
-#include "sampler.h"
-#include "signals.h"
-#include "stackprof.h"
-#include "sys.h"
-#include "timer.h"
-#include "writer.h"
+#include "sampler/api.h"
+#include "format/profile.h"
+#include "sampler/sampler.h"
+#include "sampler/signals.h"
+#include "sampler/stackprof.h"
+#include "sampler/sys.h"
+#include "sampler/timer.h"
+#include "sampler/writer.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,22 +1,22 @@
 /*
  * writer.c - the writer thread (writer.h).
  */
-#include "writer.h"
-#include "api.h"
-#include "buf.h"
-#include "fds.h"
-#include "handler.h"
-#include "modules.h"
-#include "profile.h"
-#include "pystack.h"
-#include "python.h"
-#include "saferead.h"
-#include "sampler.h"
-#include "signals.h"
-#include "sigstack.h"
-#include "sys.h"
-#include "thread.h"
-#include "timer.h"
+#include "sampler/writer.h"
+#include "sampler/api.h"
+#include "format/buf.h"
+#include "sampler/fds.h"
+#include "sampler/handler.h"
+#include "sampler/modules.h"
+#include "format/profile.h"
+#include "sampler/pystack.h"
+#include "sampler/python.h"
+#include "sampler/saferead.h"
+#include "sampler/sampler.h"
+#include "sampler/signals.h"
+#include "sampler/sigstack.h"
+#include "sampler/sys.h"
+#include "sampler/thread.h"
+#include "sampler/timer.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "profile.h"
+#include "format/profile.h"
 
 #define JIT_BASE  0x10000ull
 #define JIT_SIZE  0x100ull

@@ -18,7 +18,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "profile.h"
+#include "format/profile.h"
 
 static const char *outdir;
 

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "profile.h"
-#include "check.h"
+#include "format/profile.h"
+#include "tests/unit/check.h"
 
 static char dir[] = "/tmp/test-format-XXXXXX";
 
