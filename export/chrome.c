@@ -1,6 +1,6 @@
-#include "chrome.h"
-#include "json.h"
-#include "textfmt.h"
+#include "export/chrome.h"
+#include "export/json.h"
+#include "export/textfmt.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -18,8 +18,8 @@
 
 #include <stdio.h>
 
-#include "label.h"
-#include "model.h"
+#include "export/label.h"
+#include "export/model.h"
 
 /* 0, -ENOMEM, or -errno of the first write error. */
 int sp_chrome_write(const struct sp_model *m, const struct sp_label_opts *lo, FILE *out);

@@ -1,6 +1,6 @@
-#include "collapse.h"
-#include "folded.h"
-#include "textfmt.h"
+#include "export/collapse.h"
+#include "export/folded.h"
+#include "export/textfmt.h"
 
 #include <errno.h>
 #include <inttypes.h>

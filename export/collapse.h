@@ -17,8 +17,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "label.h"
-#include "model.h"
+#include "export/label.h"
+#include "export/model.h"
 
 enum sp_metric {
 	SP_METRIC_US = 0,  /* microseconds of CPU time, rounded per line */

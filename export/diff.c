@@ -1,5 +1,5 @@
-#include "diff.h"
-#include "textfmt.h"
+#include "export/diff.h"
+#include "export/textfmt.h"
 
 #include <errno.h>
 #include <math.h>

@@ -19,8 +19,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "model.h"
-#include "rollup.h"
+#include "export/model.h"
+#include "export/rollup.h"
 
 enum sp_diff_sort {
 	SP_DIFF_DELTA = 0, /* new - base, largest growth first */

@@ -1,8 +1,8 @@
-#include "flamegraph.h"
-#include "folded.h"
-#include "htab.h"
-#include "json.h"
-#include "textfmt.h"
+#include "export/flamegraph.h"
+#include "export/folded.h"
+#include "export/htab.h"
+#include "export/json.h"
+#include "export/textfmt.h"
 
 #include <errno.h>
 #include <math.h>

@@ -21,9 +21,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "collapse.h"
-#include "label.h"
-#include "model.h"
+#include "export/collapse.h"
+#include "export/label.h"
+#include "export/model.h"
 
 struct sp_flamegraph_opts {
 	struct sp_label_opts label;

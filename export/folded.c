@@ -1,5 +1,5 @@
-#include "folded.h"
-#include "htab.h"
+#include "export/folded.h"
+#include "export/htab.h"
 
 #include <errno.h>
 #include <stdlib.h>

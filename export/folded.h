@@ -13,8 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "label.h"
-#include "model.h"
+#include "export/label.h"
+#include "export/model.h"
 
 struct sp_fstack {
 	uint32_t n;

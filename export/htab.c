@@ -1,4 +1,4 @@
-#include "htab.h"
+#include "export/htab.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-#include "json.h"
+#include "export/json.h"
 
 #include <string.h>
 

@@ -1,5 +1,5 @@
-#include "label.h"
-#include "htab.h"
+#include "export/label.h"
+#include "export/htab.h"
 
 #include <errno.h>
 #include <stdio.h>

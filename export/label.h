@@ -21,8 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
-#include "model.h"
+#include "format/buf.h"
+#include "export/model.h"
 
 enum sp_label_style {
 	SP_LABEL_FUNC_LINE = 0,

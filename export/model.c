@@ -10,10 +10,10 @@
  *     even when they came from different raw stacks.
  */
 #define _GNU_SOURCE /* qsort_r */
-#include "model.h"
-#include "pyline.h"
-#include "arena.h"
-#include "htab.h"
+#include "export/model.h"
+#include "symbolize/pyline.h"
+#include "symbolize/arena.h"
+#include "export/htab.h"
 
 #include <errno.h>
 #include <stdio.h>

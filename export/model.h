@@ -18,8 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "profile.h"
-#include "symbolize.h"
+#include "format/profile.h"
+#include "symbolize/symbolize.h"
 
 /* Frame kinds beyond the symbolizer's enum sp_frame_kind. */
 #define SP_MFRAME_RANGE	 100 /* a named range: func is the range name */

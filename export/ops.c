@@ -1,4 +1,4 @@
-#include "ops.h"
+#include "export/ops.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -6,7 +6,7 @@
 
 /* "name.overload" for every overloaded operator, sorted by "name_overload". */
 static const char *const sp_aten_overloads[] = {
-#include "aten-overloads.inc"
+#include "export/aten-overloads.inc"
 };
 
 #define SP_N_OVERLOADS (sizeof(sp_aten_overloads) / sizeof(sp_aten_overloads[0]))

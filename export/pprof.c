@@ -1,8 +1,8 @@
-#include "pprof.h"
-#include "buf.h"
-#include "htab.h"
-#include "label.h"
-#include "textfmt.h"
+#include "export/pprof.h"
+#include "format/buf.h"
+#include "export/htab.h"
+#include "export/label.h"
+#include "export/textfmt.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -22,7 +22,7 @@
 
 #include <stdio.h>
 
-#include "model.h"
+#include "export/model.h"
 
 /* 0, -ENOMEM, -EIO (zlib), or -errno of the first write error. */
 int sp_pprof_write(const struct sp_model *m, FILE *out);

@@ -1,6 +1,6 @@
-#include "rollup.h"
-#include "label.h"
-#include "view.h"
+#include "export/rollup.h"
+#include "export/label.h"
+#include "export/view.h"
 
 #include <errno.h>
 #include <stdio.h>

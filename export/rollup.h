@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model.h"
+#include "export/model.h"
 
 enum sp_rollup_by {
 	SP_ROLLUP_FUNCTION = 0,

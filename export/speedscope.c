@@ -1,6 +1,6 @@
-#include "speedscope.h"
-#include "json.h"
-#include "textfmt.h"
+#include "export/speedscope.h"
+#include "export/json.h"
+#include "export/textfmt.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -11,8 +11,8 @@
 
 #include <stdio.h>
 
-#include "label.h"
-#include "model.h"
+#include "export/label.h"
+#include "export/model.h"
 
 /* exporter names the writer ("stackprof 0.1.0"). 0, -ENOMEM or -errno of a write error. */
 int sp_speedscope_write(const struct sp_model *m, const struct sp_label_opts *lo,

@@ -1,9 +1,9 @@
 #define _GNU_SOURCE /* memrchr */
-#include "table.h"
-#include "buf.h"
-#include "htab.h"
-#include "label.h"
-#include "textfmt.h"
+#include "export/table.h"
+#include "format/buf.h"
+#include "export/htab.h"
+#include "export/label.h"
+#include "export/textfmt.h"
 
 #include <errno.h>
 #include <inttypes.h>

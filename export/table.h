@@ -30,7 +30,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "model.h"
+#include "export/model.h"
 
 enum sp_table_sort {
 	SP_TABLE_SELF = 0, /* self_cpu_time_total */

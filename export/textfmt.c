@@ -1,4 +1,4 @@
-#include "textfmt.h"
+#include "export/textfmt.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,5 +1,5 @@
-#include "top.h"
-#include "textfmt.h"
+#include "export/top.h"
+#include "export/textfmt.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -16,8 +16,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "model.h"
-#include "rollup.h"
+#include "export/model.h"
+#include "export/rollup.h"
 
 enum sp_top_col {
 	SP_TOP_SELF = 0,

@@ -6,10 +6,10 @@
  * once: frames are classified once each, range nodes resolved once each,
  * and the samples only look their stack up.
  */
-#include "view.h"
-#include "arena.h"
-#include "htab.h"
-#include "ops.h"
+#include "export/view.h"
+#include "symbolize/arena.h"
+#include "export/htab.h"
+#include "export/ops.h"
 
 #include <errno.h>
 #include <stdio.h>

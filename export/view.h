@@ -38,7 +38,7 @@
 #ifndef SP_EXPORT_VIEW_H
 #define SP_EXPORT_VIEW_H
 
-#include "model.h"
+#include "export/model.h"
 
 /* Frame kinds of views, beyond model.h's. */
 #define SP_MFRAME_OP	  110 /* func is "aten::NAME", or "[no operator]" */

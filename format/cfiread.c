@@ -1,5 +1,5 @@
-#include "cfiread.h"
-#include "leb.h"
+#include "format/cfiread.h"
+#include "format/leb.h"
 
 #include <dwarf.h>
 

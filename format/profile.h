@@ -1,5 +1,6 @@
 /*
- * profile.h - the raw stackprof profile: record layout, writer and reader.
+ * profile.h - the raw stackprof profile: record layout, the profile writer
+ * (sp_prof_writer_*) and the reader (sp_profile_*).
  *
  * The sampler writes a profile while the target runs; the CLI reads it after
  * the run. The byte layout is documented in docs/FORMAT.md. In short:
@@ -7,15 +8,17 @@
  *   "STKPROF\n"                      8-byte magic, uncompressed
  *   zlib stream of records           each: u8 type, uleb128 length, payload
  *
- * The stream is flushed with Z_SYNC_FLUSH at every sp_writer_flush(), and each
- * flush is preceded by a CHECKPOINT record carrying the CRC-32 of all record
- * bytes since the previous checkpoint. A file cut off anywhere is therefore
- * readable up to its last flush, and corruption inside a flushed block is
- * caught by the CRC even where zlib's own check (only at stream end) is not
- * reached.
+ * The stream is flushed with Z_SYNC_FLUSH at every sp_prof_writer_flush(),
+ * and each flush is preceded by a CHECKPOINT record carrying the CRC-32 of
+ * all record bytes since the previous checkpoint. A file cut off anywhere
+ * is therefore readable up to its last flush, and corruption inside a
+ * flushed block is caught by the CRC even where zlib's own check (only at
+ * stream end) is not reached.
  *
- * Nothing here is async-signal-safe: the sampler calls the writer from its
- * writer thread only.
+ * Nothing here is async-signal-safe: the sampler calls the profile writer
+ * from its writer thread only (sampler/writer.h, sp_writer_*: the thread
+ * that drains the rings, a different thing from the sp_prof_writer that
+ * encodes its records).
  */
 #ifndef SP_FORMAT_PROFILE_H
 #define SP_FORMAT_PROFILE_H
@@ -252,52 +255,52 @@ struct sp_prof_stats {
 	uint64_t py_bad_tstates;
 };
 
-/* ---------------------------------------------------------------- writer */
+/* -------------------------------------------------------- profile writer */
 
-struct sp_writer;
+struct sp_prof_writer;
 
 /*
  * Starts a profile on fd (already open for writing). Writes the magic.
  * Takes no ownership of fd. Returns NULL on allocation failure.
  */
-struct sp_writer *sp_writer_new(int fd);
+struct sp_prof_writer *sp_prof_writer_new(int fd);
 
 /* Where a writer's bytes go: writes all n bytes, returns 0 or -errno. */
-typedef int (*sp_writer_sink_fn)(void *ctx, const uint8_t *p, size_t n);
+typedef int (*sp_prof_writer_sink_fn)(void *ctx, const uint8_t *p, size_t n);
 
 /* Starts a profile whose bytes go to sink(ctx, ...) (the sampler keeps its
  * descriptor where the program can't reach it). Writes the magic. */
-struct sp_writer *sp_writer_new_sink(sp_writer_sink_fn sink, void *ctx);
+struct sp_prof_writer *sp_prof_writer_new_sink(sp_prof_writer_sink_fn sink, void *ctx);
 
 /* Each writes one record to the compression buffer. 0 or -errno. */
-int sp_writer_header(struct sp_writer *w, const struct sp_prof_header *h);
-int sp_writer_module(struct sp_writer *w, const struct sp_prof_module *m);
-int sp_writer_unload(struct sp_writer *w, uint32_t module_id, uint64_t time_ns);
-int sp_writer_thread(struct sp_writer *w, const struct sp_prof_thread *t);
-int sp_writer_stack(struct sp_writer *w, const struct sp_prof_stack *s);
-int sp_writer_sample(struct sp_writer *w, const struct sp_prof_sample *s);
-int sp_writer_range(struct sp_writer *w, const struct sp_prof_range *r);
-int sp_writer_jit(struct sp_writer *w, const struct sp_prof_jit *j);
-int sp_writer_stats(struct sp_writer *w, const struct sp_prof_stats *s);
-int sp_writer_mark(struct sp_writer *w, const struct sp_prof_mark *m);
-int sp_writer_pycode(struct sp_writer *w, const struct sp_prof_pycode *c);
-int sp_writer_pyinfo(struct sp_writer *w, const struct sp_prof_pyinfo *i);
+int sp_prof_writer_header(struct sp_prof_writer *w, const struct sp_prof_header *h);
+int sp_prof_writer_module(struct sp_prof_writer *w, const struct sp_prof_module *m);
+int sp_prof_writer_unload(struct sp_prof_writer *w, uint32_t module_id, uint64_t time_ns);
+int sp_prof_writer_thread(struct sp_prof_writer *w, const struct sp_prof_thread *t);
+int sp_prof_writer_stack(struct sp_prof_writer *w, const struct sp_prof_stack *s);
+int sp_prof_writer_sample(struct sp_prof_writer *w, const struct sp_prof_sample *s);
+int sp_prof_writer_range(struct sp_prof_writer *w, const struct sp_prof_range *r);
+int sp_prof_writer_jit(struct sp_prof_writer *w, const struct sp_prof_jit *j);
+int sp_prof_writer_stats(struct sp_prof_writer *w, const struct sp_prof_stats *s);
+int sp_prof_writer_mark(struct sp_prof_writer *w, const struct sp_prof_mark *m);
+int sp_prof_writer_pycode(struct sp_prof_writer *w, const struct sp_prof_pycode *c);
+int sp_prof_writer_pyinfo(struct sp_prof_writer *w, const struct sp_prof_pyinfo *i);
 
 /*
  * Writes a checkpoint and pushes everything so far to the file with
  * Z_SYNC_FLUSH, so that a reader sees all records written before the call
  * even if the process dies right after. 0 or -errno.
  */
-int sp_writer_flush(struct sp_writer *w);
+int sp_prof_writer_flush(struct sp_prof_writer *w);
 
 /* Flushes, ends the zlib stream and frees w (NULL is fine). 0 or -errno. */
-int sp_writer_close(struct sp_writer *w);
+int sp_prof_writer_close(struct sp_prof_writer *w);
 
 /* Frees w without writing anything more (after fork in the child). */
-void sp_writer_abandon(struct sp_writer *w);
+void sp_prof_writer_abandon(struct sp_prof_writer *w);
 
 /* Bytes written to the file so far (compressed). */
-uint64_t sp_writer_bytes(const struct sp_writer *w);
+uint64_t sp_prof_writer_bytes(const struct sp_prof_writer *w);
 
 /* ---------------------------------------------------------------- reader */
 

@@ -1,5 +1,5 @@
-#include "profile.h"
-#include "buf.h"
+#include "format/profile.h"
+#include "format/buf.h"
 
 #include <errno.h>
 #include <fcntl.h>

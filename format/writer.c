@@ -1,5 +1,5 @@
-#include "profile.h"
-#include "buf.h"
+#include "format/profile.h"
+#include "format/buf.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -7,8 +7,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
-struct sp_writer {
-	sp_writer_sink_fn sink;
+struct sp_prof_writer {
+	sp_prof_writer_sink_fn sink;
 	void *sink_ctx;
 	int fd; /* for the plain file sink */
 	z_stream z;
@@ -20,7 +20,7 @@ struct sp_writer {
 	int error; /* sticky: the first write error */
 };
 
-/* The sink sp_writer_new() writes with: all of it to an fd. */
+/* The sink sp_prof_writer_new() writes with: all of it to an fd. */
 static int sp_write_all_fd(void *ctx, const uint8_t *p, size_t n)
 {
 	int fd = *(const int *)ctx;
@@ -37,7 +37,7 @@ static int sp_write_all_fd(void *ctx, const uint8_t *p, size_t n)
 	return 0;
 }
 
-static int sp_writer_deflate(struct sp_writer *w, const uint8_t *p, size_t n, int flush)
+static int sp_prof_writer_deflate(struct sp_prof_writer *w, const uint8_t *p, size_t n, int flush)
 {
 	uint8_t chunk[16384];
 	w->z.next_in = (Bytef *)p;
@@ -59,9 +59,9 @@ static int sp_writer_deflate(struct sp_writer *w, const uint8_t *p, size_t n, in
 	return 0;
 }
 
-struct sp_writer *sp_writer_new(int fd)
+struct sp_prof_writer *sp_prof_writer_new(int fd)
 {
-	struct sp_writer *w = sp_writer_new_sink(NULL, NULL);
+	struct sp_prof_writer *w = sp_prof_writer_new_sink(NULL, NULL);
 	if (!w)
 		return NULL;
 	w->fd = fd;
@@ -69,9 +69,9 @@ struct sp_writer *sp_writer_new(int fd)
 	return w;
 }
 
-struct sp_writer *sp_writer_new_sink(sp_writer_sink_fn sink, void *ctx)
+struct sp_prof_writer *sp_prof_writer_new_sink(sp_prof_writer_sink_fn sink, void *ctx)
 {
-	struct sp_writer *w = calloc(1, sizeof(*w));
+	struct sp_prof_writer *w = calloc(1, sizeof(*w));
 	if (!w)
 		return NULL;
 	w->sink = sink ? sink : sp_write_all_fd;
@@ -92,7 +92,7 @@ struct sp_writer *sp_writer_new_sink(sp_writer_sink_fn sink, void *ctx)
 }
 
 /* Frames the payload in w->rec as one record and feeds it to zlib. */
-static int sp_writer_emit(struct sp_writer *w, enum sp_rec_type type)
+static int sp_prof_writer_emit(struct sp_prof_writer *w, enum sp_rec_type type)
 {
 	if (w->error)
 		return w->error;
@@ -109,16 +109,16 @@ static int sp_writer_emit(struct sp_writer *w, enum sp_rec_type type)
 		w->crc = crc32(w->crc, w->rec.data, (uInt)w->rec.len);
 		w->n_records++;
 	}
-	int err = sp_writer_deflate(w, head, hb.len, Z_NO_FLUSH);
+	int err = sp_prof_writer_deflate(w, head, hb.len, Z_NO_FLUSH);
 	if (!err)
-		err = sp_writer_deflate(w, w->rec.data, w->rec.len, Z_NO_FLUSH);
+		err = sp_prof_writer_deflate(w, w->rec.data, w->rec.len, Z_NO_FLUSH);
 	sp_buf_reset(&w->rec);
 	if (err)
 		w->error = err;
 	return err;
 }
 
-int sp_writer_header(struct sp_writer *w, const struct sp_prof_header *h)
+int sp_prof_writer_header(struct sp_prof_writer *w, const struct sp_prof_header *h)
 {
 	struct sp_buf *b = &w->rec;
 	sp_buf_put_uleb(b, h->version);
@@ -132,10 +132,10 @@ int sp_writer_header(struct sp_writer *w, const struct sp_prof_header *h)
 	sp_buf_put_str(b, h->cmdline);
 	sp_buf_put_str(b, h->exe);
 	sp_buf_put_str(b, h->hostname);
-	return sp_writer_emit(w, SP_REC_HEADER);
+	return sp_prof_writer_emit(w, SP_REC_HEADER);
 }
 
-int sp_writer_module(struct sp_writer *w, const struct sp_prof_module *m)
+int sp_prof_writer_module(struct sp_prof_writer *w, const struct sp_prof_module *m)
 {
 	struct sp_buf *b = &w->rec;
 	sp_buf_put_uleb(b, m->id);
@@ -147,25 +147,25 @@ int sp_writer_module(struct sp_writer *w, const struct sp_prof_module *m)
 	sp_buf_put_str(b, m->path);
 	sp_buf_put_blob(b, m->build_id, m->build_id_len);
 	sp_buf_put_blob(b, m->image, m->image ? m->image_len : 0);
-	return sp_writer_emit(w, SP_REC_MODULE);
+	return sp_prof_writer_emit(w, SP_REC_MODULE);
 }
 
-int sp_writer_unload(struct sp_writer *w, uint32_t module_id, uint64_t time_ns)
+int sp_prof_writer_unload(struct sp_prof_writer *w, uint32_t module_id, uint64_t time_ns)
 {
 	sp_buf_put_uleb(&w->rec, module_id);
 	sp_buf_put_uleb(&w->rec, time_ns);
-	return sp_writer_emit(w, SP_REC_UNLOAD);
+	return sp_prof_writer_emit(w, SP_REC_UNLOAD);
 }
 
-int sp_writer_thread(struct sp_writer *w, const struct sp_prof_thread *t)
+int sp_prof_writer_thread(struct sp_prof_writer *w, const struct sp_prof_thread *t)
 {
 	sp_buf_put_sleb(&w->rec, t->tid);
 	sp_buf_put_uleb(&w->rec, t->time_ns);
 	sp_buf_put_str(&w->rec, t->name);
-	return sp_writer_emit(w, SP_REC_THREAD);
+	return sp_prof_writer_emit(w, SP_REC_THREAD);
 }
 
-int sp_writer_stack(struct sp_writer *w, const struct sp_prof_stack *s)
+int sp_prof_writer_stack(struct sp_prof_writer *w, const struct sp_prof_stack *s)
 {
 	struct sp_buf *b = &w->rec;
 	sp_buf_put_uleb(b, s->id);
@@ -177,10 +177,10 @@ int sp_writer_stack(struct sp_writer *w, const struct sp_prof_stack *s)
 		sp_buf_put_sleb(b, (int64_t)(s->pcs[i] - prev));
 		prev = s->pcs[i];
 	}
-	return sp_writer_emit(w, SP_REC_STACK);
+	return sp_prof_writer_emit(w, SP_REC_STACK);
 }
 
-int sp_writer_sample(struct sp_writer *w, const struct sp_prof_sample *s)
+int sp_prof_writer_sample(struct sp_prof_writer *w, const struct sp_prof_sample *s)
 {
 	struct sp_buf *b = &w->rec;
 	sp_buf_put_sleb(b, s->tid);
@@ -188,10 +188,10 @@ int sp_writer_sample(struct sp_writer *w, const struct sp_prof_sample *s)
 	sp_buf_put_uleb(b, s->range);
 	sp_buf_put_uleb(b, s->time_ns);
 	sp_buf_put_uleb(b, s->weight_ns);
-	return sp_writer_emit(w, SP_REC_SAMPLE);
+	return sp_prof_writer_emit(w, SP_REC_SAMPLE);
 }
 
-int sp_writer_range(struct sp_writer *w, const struct sp_prof_range *r)
+int sp_prof_writer_range(struct sp_prof_writer *w, const struct sp_prof_range *r)
 {
 	sp_buf_put_uleb(&w->rec, r->id);
 	sp_buf_put_uleb(&w->rec, r->parent);
@@ -199,18 +199,18 @@ int sp_writer_range(struct sp_writer *w, const struct sp_prof_range *r)
 	/* added after the first version: older readers stop before it */
 	sp_buf_put_uleb(&w->rec, r->flags);
 	sp_buf_put_uleb(&w->rec, r->anchor);
-	return sp_writer_emit(w, SP_REC_RANGE);
+	return sp_prof_writer_emit(w, SP_REC_RANGE);
 }
 
-int sp_writer_jit(struct sp_writer *w, const struct sp_prof_jit *j)
+int sp_prof_writer_jit(struct sp_prof_writer *w, const struct sp_prof_jit *j)
 {
 	sp_buf_put_uleb(&w->rec, j->start);
 	sp_buf_put_uleb(&w->rec, j->size);
 	sp_buf_put_str(&w->rec, j->name);
-	return sp_writer_emit(w, SP_REC_JIT);
+	return sp_prof_writer_emit(w, SP_REC_JIT);
 }
 
-int sp_writer_stats(struct sp_writer *w, const struct sp_prof_stats *s)
+int sp_prof_writer_stats(struct sp_prof_writer *w, const struct sp_prof_stats *s)
 {
 	struct sp_buf *b = &w->rec;
 	sp_buf_put_uleb(b, s->flags);
@@ -238,10 +238,10 @@ int sp_writer_stats(struct sp_writer *w, const struct sp_prof_stats *s)
 	sp_buf_put_uleb(b, s->py_unreadable);
 	sp_buf_put_uleb(b, s->py_faults);
 	sp_buf_put_uleb(b, s->py_bad_tstates);
-	return sp_writer_emit(w, SP_REC_STATS);
+	return sp_prof_writer_emit(w, SP_REC_STATS);
 }
 
-int sp_writer_pycode(struct sp_writer *w, const struct sp_prof_pycode *c)
+int sp_prof_writer_pycode(struct sp_prof_writer *w, const struct sp_prof_pycode *c)
 {
 	struct sp_buf *b = &w->rec;
 	sp_buf_reset(b);
@@ -253,10 +253,10 @@ int sp_writer_pycode(struct sp_writer *w, const struct sp_prof_pycode *c)
 	sp_buf_put_str(b, c->qualname);
 	sp_buf_put_str(b, c->filename);
 	sp_buf_put_blob(b, c->linetable, c->linetable_len);
-	return sp_writer_emit(w, SP_REC_PYCODE);
+	return sp_prof_writer_emit(w, SP_REC_PYCODE);
 }
 
-int sp_writer_pyinfo(struct sp_writer *w, const struct sp_prof_pyinfo *i)
+int sp_prof_writer_pyinfo(struct sp_prof_writer *w, const struct sp_prof_pyinfo *i)
 {
 	struct sp_buf *b = &w->rec;
 	sp_buf_reset(b);
@@ -265,47 +265,47 @@ int sp_writer_pyinfo(struct sp_writer *w, const struct sp_prof_pyinfo *i)
 	sp_buf_put_str(b, i->module);
 	sp_buf_put_str(b, i->status);
 	sp_buf_put_uleb(b, i->time_ns);
-	return sp_writer_emit(w, SP_REC_PYINFO);
+	return sp_prof_writer_emit(w, SP_REC_PYINFO);
 }
 
-int sp_writer_mark(struct sp_writer *w, const struct sp_prof_mark *m)
+int sp_prof_writer_mark(struct sp_prof_writer *w, const struct sp_prof_mark *m)
 {
 	sp_buf_put_uleb(&w->rec, m->kind);
 	sp_buf_put_uleb(&w->rec, m->time_ns);
-	return sp_writer_emit(w, SP_REC_MARK);
+	return sp_prof_writer_emit(w, SP_REC_MARK);
 }
 
-int sp_writer_flush(struct sp_writer *w)
+int sp_prof_writer_flush(struct sp_prof_writer *w)
 {
 	if (w->error)
 		return w->error;
 	if (w->n_records) {
 		sp_buf_put_uleb(&w->rec, w->crc);
 		sp_buf_put_uleb(&w->rec, w->n_records);
-		int err = sp_writer_emit(w, SP_REC_CHECKPOINT);
+		int err = sp_prof_writer_emit(w, SP_REC_CHECKPOINT);
 		if (err)
 			return err;
 		w->crc = crc32(0L, Z_NULL, 0);
 		w->n_records = 0;
 	}
-	int err = sp_writer_deflate(w, NULL, 0, Z_SYNC_FLUSH);
+	int err = sp_prof_writer_deflate(w, NULL, 0, Z_SYNC_FLUSH);
 	if (err)
 		w->error = err;
 	return err;
 }
 
-int sp_writer_close(struct sp_writer *w)
+int sp_prof_writer_close(struct sp_prof_writer *w)
 {
 	if (!w)
 		return 0;
-	int err = sp_writer_flush(w);
+	int err = sp_prof_writer_flush(w);
 	if (!err)
-		err = sp_writer_deflate(w, NULL, 0, Z_FINISH);
-	sp_writer_abandon(w);
+		err = sp_prof_writer_deflate(w, NULL, 0, Z_FINISH);
+	sp_prof_writer_abandon(w);
 	return err;
 }
 
-void sp_writer_abandon(struct sp_writer *w)
+void sp_prof_writer_abandon(struct sp_prof_writer *w)
 {
 	if (!w)
 		return;
@@ -315,7 +315,7 @@ void sp_writer_abandon(struct sp_writer *w)
 	free(w);
 }
 
-uint64_t sp_writer_bytes(const struct sp_writer *w)
+uint64_t sp_prof_writer_bytes(const struct sp_prof_writer *w)
 {
 	return w->bytes;
 }

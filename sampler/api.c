@@ -3,17 +3,17 @@
  * the step schedule and profile() windows. Only stackprof_* symbols leave
  * this library.
  */
-#include "api.h"
-#include "fds.h"
-#include "modules.h"
-#include "profile.h"
-#include "sampler.h"
-#include "signals.h"
-#include "stackprof.h"
-#include "sys.h"
-#include "timer.h"
-#include "unwind.h"
-#include "writer.h"
+#include "sampler/api.h"
+#include "format/profile.h"
+#include "sampler/fds.h"
+#include "sampler/modules.h"
+#include "sampler/sampler.h"
+#include "sampler/signals.h"
+#include "sampler/stackprof.h"
+#include "sampler/sys.h"
+#include "sampler/timer.h"
+#include "sampler/unwind.h"
+#include "sampler/writer.h"
 
 #include <signal.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * programs that call it and run without the profiler. Under LD_PRELOAD the
  * real definitions in libstackprof.so come first in symbol lookup.
  */
-#include "stackprof.h"
+#include "sampler/stackprof.h"
 
 #include <stddef.h>
 

@@ -1,6 +1,6 @@
-#include "cfi.h"
-#include "sigsafe.h"
-#include "cfiread.h"
+#include "sampler/cfi.h"
+#include "sampler/sigsafe.h"
+#include "format/cfiread.h"
 
 #include <dwarf.h>
 #include <elf.h>

@@ -23,7 +23,7 @@
 #ifndef SP_SAMPLER_CFI_H
 #define SP_SAMPLER_CFI_H
 
-#include "sigsafe.h"
+#include "sampler/sigsafe.h"
 #include <link.h>
 #include <stdbool.h>
 #include <stdint.h>

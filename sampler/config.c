@@ -1,6 +1,6 @@
-#include "config.h"
-#include "sampler.h"
-#include "sys.h"
+#include "sampler/config.h"
+#include "sampler/sampler.h"
+#include "sampler/sys.h"
 
 #include <errno.h>
 #include <stdio.h>

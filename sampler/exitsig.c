@@ -21,9 +21,9 @@
  * cut off at the last flush, as before. Not async-signal-safe, like the
  * destructor's path it takes.
  */
-#include "interpose.h"
-#include "main.h"
-#include "sampler.h"
+#include "sampler/interpose.h"
+#include "sampler/main.h"
+#include "sampler/sampler.h"
 
 #include <errno.h>
 #include <signal.h>

@@ -2,10 +2,10 @@
  * fds.c - stackprof's descriptors out of the program's way (fds.h), and the
  * program's close, close_range, closefrom, dup2 and dup3.
  */
-#include "fds.h"
-#include "interpose.h"
-#include "sampler.h"
-#include "sys.h"
+#include "sampler/fds.h"
+#include "sampler/interpose.h"
+#include "sampler/sampler.h"
+#include "sampler/sys.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -43,7 +43,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "sigsafe.h"
+#include "sampler/sigsafe.h"
 
 /* How many numbers above floor stackprof may use. */
 #define SP_FD_SPAN 4096

@@ -1,18 +1,18 @@
 /*
  * fork.c - the fork hooks (fork.h).
  */
-#include "fork.h"
-#include "api.h"
-#include "interpose.h"
-#include "modules.h"
-#include "sampler.h"
-#include "sigstack.h"
-#include "sigshare.h"
-#include "sys.h"
-#include "thread.h"
-#include "ticker.h"
-#include "timer.h"
-#include "writer.h"
+#include "sampler/fork.h"
+#include "sampler/api.h"
+#include "sampler/interpose.h"
+#include "sampler/modules.h"
+#include "sampler/sampler.h"
+#include "sampler/sigstack.h"
+#include "sampler/sigshare.h"
+#include "sampler/sys.h"
+#include "sampler/thread.h"
+#include "sampler/ticker.h"
+#include "sampler/timer.h"
+#include "sampler/writer.h"
 
 #include <errno.h>
 #include <string.h>

@@ -10,7 +10,7 @@
 #ifndef SP_SAMPLER_HANDLER_H
 #define SP_SAMPLER_HANDLER_H
 
-#include "sigsafe.h"
+#include "sampler/sigsafe.h"
 #include <signal.h>
 
 /* Ring entry layout, in 64-bit words: time, weight, range, then the PCs. */

@@ -5,14 +5,14 @@
  * interposers are in signals.c, pthread_create in thread.c,
  * dl_iterate_phdr in modules.c (interpose.h).
  */
-#include "interpose.h"
-#include "modules.h"
-#include "sampler.h"
-#include "signals.h"
-#include "sigshare.h"
-#include "sys.h"
-#include "timer.h"
-#include "writer.h"
+#include "sampler/interpose.h"
+#include "sampler/modules.h"
+#include "sampler/sampler.h"
+#include "sampler/signals.h"
+#include "sampler/sigshare.h"
+#include "sampler/sys.h"
+#include "sampler/timer.h"
+#include "sampler/writer.h"
 
 #include <dlfcn.h>
 #include <errno.h>

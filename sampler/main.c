@@ -5,18 +5,18 @@
  * table, module snapshot, libunwind, the writer) exists before the first
  * timer is armed, and the handler is installed before that too.
  */
-#include "main.h"
-#include "api.h"
-#include "fork.h"
-#include "modules.h"
-#include "python.h"
-#include "sampler.h"
-#include "signals.h"
-#include "sys.h"
-#include "thread.h"
-#include "timer.h"
-#include "unwind.h"
-#include "writer.h"
+#include "sampler/main.h"
+#include "sampler/api.h"
+#include "sampler/fork.h"
+#include "sampler/modules.h"
+#include "sampler/python.h"
+#include "sampler/sampler.h"
+#include "sampler/signals.h"
+#include "sampler/sys.h"
+#include "sampler/thread.h"
+#include "sampler/timer.h"
+#include "sampler/unwind.h"
+#include "sampler/writer.h"
 
 #include <errno.h>
 #include <string.h>

@@ -1,8 +1,8 @@
-#include "sigsafe.h"
-#include "modules.h"
-#include "rulecache.h"
-#include "sampler.h"
-#include "sys.h"
+#include "sampler/sigsafe.h"
+#include "sampler/modules.h"
+#include "sampler/rulecache.h"
+#include "sampler/sampler.h"
+#include "sampler/sys.h"
 
 #include <dlfcn.h>
 #include <elf.h>

@@ -14,8 +14,8 @@
 #ifndef SP_SAMPLER_MODULES_H
 #define SP_SAMPLER_MODULES_H
 
-#include "sigsafe.h"
-#include "cfi.h"
+#include "sampler/sigsafe.h"
+#include "sampler/cfi.h"
 
 #include <link.h>
 #include <stdbool.h>

@@ -1,4 +1,4 @@
-#include "pylayout.h"
+#include "sampler/pylayout.h"
 
 #include <errno.h>
 #include <string.h>

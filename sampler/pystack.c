@@ -1,12 +1,12 @@
 /*
  * pystack.c - Python frames in the signal handler (pystack.h).
  */
-#include "pystack.h"
-#include "profile.h"
-#include "python.h"
-#include "ring.h"
-#include "saferead.h"
-#include "sampler.h"
+#include "sampler/pystack.h"
+#include "format/profile.h"
+#include "sampler/python.h"
+#include "sampler/ring.h"
+#include "sampler/saferead.h"
+#include "sampler/sampler.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sigsafe.h"
+#include "sampler/sigsafe.h"
 
 struct sp_thread;
 

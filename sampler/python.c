@@ -2,14 +2,14 @@
  * python.c - finding the interpreter and readying the handler to read its
  * frames (python.h).
  */
-#include "python.h"
-#include "interpose.h"
-#include "modules.h"
-#include "pystack.h"
-#include "saferead.h"
-#include "sampler.h"
-#include "sys.h"
-#include "thread.h"
+#include "sampler/python.h"
+#include "sampler/interpose.h"
+#include "sampler/modules.h"
+#include "sampler/pystack.h"
+#include "sampler/saferead.h"
+#include "sampler/sampler.h"
+#include "sampler/sys.h"
+#include "sampler/thread.h"
 
 #include <dlfcn.h>
 #include <errno.h>

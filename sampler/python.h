@@ -31,7 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pylayout.h"
+#include "sampler/pylayout.h"
 
 struct sp_thread;
 

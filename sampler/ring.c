@@ -1,4 +1,4 @@
-#include "ring.h"
+#include "sampler/ring.h"
 
 #include <errno.h>
 #include <string.h>

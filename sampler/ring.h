@@ -13,7 +13,7 @@
 #ifndef SP_SAMPLER_RING_H
 #define SP_SAMPLER_RING_H
 
-#include "sigsafe.h"
+#include "sampler/sigsafe.h"
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-#include "rulecache.h"
+#include "sampler/rulecache.h"
 
 #include <errno.h>
 #include <stdatomic.h>

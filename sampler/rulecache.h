@@ -16,7 +16,7 @@
 #ifndef SP_SAMPLER_RULECACHE_H
 #define SP_SAMPLER_RULECACHE_H
 
-#include "sigsafe.h"
+#include "sampler/sigsafe.h"
 #include <stdbool.h>
 #include <stdint.h>
 

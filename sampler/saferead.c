@@ -1,10 +1,10 @@
 /*
  * saferead.c - the guarded copy and the fault handler (saferead.h).
  */
-#include "saferead.h"
-#include "sampler.h"
-#include "signals.h"
-#include "sigshare.h"
+#include "sampler/saferead.h"
+#include "sampler/sampler.h"
+#include "sampler/signals.h"
+#include "sampler/sigshare.h"
 
 #include <ucontext.h>
 

@@ -16,7 +16,7 @@
 
 #include <stddef.h>
 
-#include "sigsafe.h"
+#include "sampler/sigsafe.h"
 
 /* Takes SIGSEGV and SIGBUS (sigshare.h). 0 or -errno. Not signal-safe. */
 int sp_safe_install(void);

@@ -25,9 +25,9 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "config.h"
-#include "fds.h"
-#include "ring.h"
+#include "sampler/config.h"
+#include "sampler/fds.h"
+#include "sampler/ring.h"
 
 #define SP_EXPORT __attribute__((visibility("default")))
 #define SP_TLS	  __attribute__((tls_model("initial-exec")))

@@ -3,16 +3,16 @@
  * sigaction() and signal() interposers step aside when the program takes
  * SIGPROF and step back in when it gives it back (signals.h).
  */
-#include "sigsafe.h"
-#include "signals.h"
-#include "api.h"
-#include "handler.h"
-#include "interpose.h"
-#include "sampler.h"
-#include "sigshare.h"
-#include "sys.h"
-#include "timer.h"
-#include "writer.h"
+#include "sampler/sigsafe.h"
+#include "sampler/signals.h"
+#include "sampler/api.h"
+#include "sampler/handler.h"
+#include "sampler/interpose.h"
+#include "sampler/sampler.h"
+#include "sampler/sigshare.h"
+#include "sampler/sys.h"
+#include "sampler/timer.h"
+#include "sampler/writer.h"
 
 #include <errno.h>
 #include <string.h>

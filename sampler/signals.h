@@ -7,7 +7,7 @@
  * aside: it stops sampling, pauses its timers and lets the program have
  * the signal; when the program gives SIGPROF back (SIG_DFL, or the action
  * it saved from stackprof), stackprof steps back in. SIGTRAP, under the
- * perf-sigtrap timer, is shared instead (sigtrap.h). sigprocmask is
+ * perf-sigtrap timer, is shared instead (sigshare.h). sigprocmask is
  * answered without a system call inside the handler's libunwind calls.
  *
  * None of this is signal-safe.

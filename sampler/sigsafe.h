@@ -8,7 +8,7 @@
  * functions and the libc functions in SP_SIGSAFE_LIBC. Every other
  * declaration of the sampler is assumed unsafe.
  *
- * tests/unit/sigsafe-check.sh holds the code to this: it builds the
+ * tests/unit/sigsafe-check.py holds the code to this: it builds the
  * sampler with gcc -fcallgraph-info=su, walks every call edge from the
  * handler's entry points, and fails if the handler can reach a function
  * that is in neither list below, or a listed sampler function whose

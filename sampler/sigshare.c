@@ -1,13 +1,13 @@
 /*
  * sigshare.c - signals shared with the program (sigshare.h).
  */
-#include "sigshare.h"
-#include "interpose.h"
-#include "sampler.h"
-#include "sigsafe.h"
-#include "sigstack.h"
-#include "sys.h"
-#include "timer.h"
+#include "sampler/sigshare.h"
+#include "sampler/interpose.h"
+#include "sampler/sampler.h"
+#include "sampler/sigsafe.h"
+#include "sampler/sigstack.h"
+#include "sampler/sys.h"
+#include "sampler/timer.h"
 
 #include <errno.h>
 #include <string.h>

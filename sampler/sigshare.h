@@ -21,7 +21,7 @@
 #include <signal.h>
 #include <stdbool.h>
 
-#include "sigsafe.h"
+#include "sampler/sigsafe.h"
 
 /* Whether a SIGTRAP is one of the perf-sigtrap timer's. Signal-safe. */
 SP_SIGSAFE bool sp_trap_is_ours(const siginfo_t *si);

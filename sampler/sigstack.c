@@ -2,9 +2,9 @@
  * sigstack.c - the handler's own stack (sigstack.h), the handler's entry in
  * assembly, and the program's sigaltstack().
  */
-#include "sigstack.h"
-#include "handler.h"
-#include "sampler.h"
+#include "sampler/sigstack.h"
+#include "sampler/handler.h"
+#include "sampler/sampler.h"
 
 #include <errno.h>
 #include <string.h>

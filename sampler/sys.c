@@ -1,6 +1,6 @@
-#include "sys.h"
-#include "fds.h"
-#include "sampler.h"
+#include "sampler/sys.h"
+#include "sampler/fds.h"
+#include "sampler/sampler.h"
 
 #include <fcntl.h>
 #include <stdarg.h>

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "sigsafe.h"
+#include "sampler/sigsafe.h"
 
 /* Monotonic time in ns (vDSO, ~25 ns). Signal-safe. */
 SP_SIGSAFE uint64_t sp_now_ns(void);

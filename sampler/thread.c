@@ -1,10 +1,10 @@
-#include "thread.h"
-#include "python.h"
-#include "sampler.h"
-#include "sigstack.h"
-#include "sys.h"
-#include "timer.h"
-#include "unwind.h"
+#include "sampler/thread.h"
+#include "sampler/python.h"
+#include "sampler/sampler.h"
+#include "sampler/sigstack.h"
+#include "sampler/sys.h"
+#include "sampler/timer.h"
+#include "sampler/unwind.h"
 
 #include <dlfcn.h>
 #include <errno.h>

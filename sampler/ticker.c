@@ -1,8 +1,8 @@
-#include "ticker.h"
-#include "sampler.h"
-#include "sys.h"
-#include "thread.h"
-#include "timer.h"
+#include "sampler/ticker.h"
+#include "sampler/sampler.h"
+#include "sampler/sys.h"
+#include "sampler/thread.h"
+#include "sampler/timer.h"
 
 #include <errno.h>
 #include <fcntl.h>

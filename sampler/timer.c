@@ -1,11 +1,11 @@
 /*
  * timer.c - the sources of the sampling signal (timer.h).
  */
-#include "timer.h"
-#include "fds.h"
-#include "sampler.h"
-#include "sys.h"
-#include "ticker.h"
+#include "sampler/timer.h"
+#include "sampler/fds.h"
+#include "sampler/sampler.h"
+#include "sampler/sys.h"
+#include "sampler/ticker.h"
 
 #include <errno.h>
 #include <fcntl.h>

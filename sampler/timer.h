@@ -46,7 +46,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "sigsafe.h"
+#include "sampler/sigsafe.h"
 
 struct sp_thread;
 

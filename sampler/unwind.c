@@ -1,12 +1,12 @@
-#include "sigsafe.h"
-#include "unwind.h"
-#include "cfi.h"
-#include "fds.h"
-#include "interpose.h"
-#include "modules.h"
-#include "profile.h"
-#include "rulecache.h"
-#include "sampler.h"
+#include "sampler/sigsafe.h"
+#include "sampler/unwind.h"
+#include "sampler/cfi.h"
+#include "sampler/fds.h"
+#include "sampler/interpose.h"
+#include "sampler/modules.h"
+#include "format/profile.h"
+#include "sampler/rulecache.h"
+#include "sampler/sampler.h"
 
 #include <dlfcn.h>
 #include <errno.h>

@@ -25,7 +25,7 @@
 #ifndef SP_SAMPLER_UNWIND_H
 #define SP_SAMPLER_UNWIND_H
 
-#include "sigsafe.h"
+#include "sampler/sigsafe.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

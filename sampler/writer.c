@@ -1,22 +1,22 @@
 /*
  * writer.c - the writer thread (writer.h).
  */
-#include "writer.h"
-#include "api.h"
-#include "buf.h"
-#include "fds.h"
-#include "handler.h"
-#include "modules.h"
-#include "profile.h"
-#include "pystack.h"
-#include "python.h"
-#include "saferead.h"
-#include "sampler.h"
-#include "signals.h"
-#include "sigstack.h"
-#include "sys.h"
-#include "thread.h"
-#include "timer.h"
+#include "sampler/writer.h"
+#include "sampler/api.h"
+#include "format/buf.h"
+#include "sampler/fds.h"
+#include "sampler/handler.h"
+#include "sampler/modules.h"
+#include "format/profile.h"
+#include "sampler/pystack.h"
+#include "sampler/python.h"
+#include "sampler/saferead.h"
+#include "sampler/sampler.h"
+#include "sampler/signals.h"
+#include "sampler/sigstack.h"
+#include "sampler/sys.h"
+#include "sampler/thread.h"
+#include "sampler/timer.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -49,7 +49,7 @@ struct sp_recmod {
 };
 
 struct sp_wstate {
-	struct sp_writer *w;
+	struct sp_prof_writer *w;
 	/* the profile, on a descriptor kept out of the program's way (fds.h) */
 	struct sp_fd out;
 	char out_abs[4096]; /* its absolute path, to open it again */
@@ -162,7 +162,7 @@ static uint32_t sp_stack_id(struct sp_wstate *s, const uint64_t *pcs, size_t n, 
 	s->n_used++;
 	struct sp_prof_stack rec = {
 	    .id = e->id, .flags = flags, .depth = (uint32_t)n, .pcs = (uint64_t *)pcs};
-	sp_writer_stack(s->w, &rec);
+	sp_prof_writer_stack(s->w, &rec);
 	return e->id;
 }
 
@@ -221,7 +221,7 @@ static void sp_module_record(const struct sp_mod *m, void *arg)
 	if (s->mod_gen > 1)
 		rec.flags |= SP_MOD_DLOPEN;
 	rec.build_id_len = (uint32_t)sp_module_build_id(m, rec.build_id, sizeof(rec.build_id));
-	sp_writer_module(s->w, &rec);
+	sp_prof_writer_module(s->w, &rec);
 }
 
 /* Records what the sampler made of Python, when that changed. */
@@ -238,7 +238,7 @@ static void sp_python_sync(struct sp_wstate *s)
 	    .status = sp_py.status,
 	    .time_ns = sp_now_ns() - sp_g.start_mono_ns,
 	};
-	sp_writer_pyinfo(s->w, &i);
+	sp_prof_writer_pyinfo(s->w, &i);
 }
 
 static void sp_modules_sync(struct sp_wstate *s)
@@ -258,7 +258,7 @@ static void sp_modules_sync(struct sp_wstate *s)
 		struct sp_recmod *r = &s->mods[i];
 		if (r->live && !r->seen) {
 			r->live = false;
-			sp_writer_unload(s->w, r->id, sp_now_ns() - sp_g.start_mono_ns);
+			sp_prof_writer_unload(s->w, r->id, sp_now_ns() - sp_g.start_mono_ns);
 		}
 	}
 }
@@ -287,7 +287,7 @@ static void sp_thread_name(struct sp_wstate *s, uint32_t slot, const struct sp_t
 	memcpy(s->name[slot], name, sizeof(name));
 	struct sp_prof_thread rec = {
 	    .tid = t->tid, .time_ns = sp_now_ns() - sp_g.start_mono_ns, .name = name};
-	sp_writer_thread(s->w, &rec);
+	sp_prof_writer_thread(s->w, &rec);
 }
 
 static void sp_ranges_sync(struct sp_wstate *s)
@@ -298,7 +298,7 @@ static void sp_ranges_sync(struct sp_wstate *s)
 		if (!n)
 			return;
 		for (uint32_t i = 0; i < n; i++) {
-			sp_writer_range(s->w, &r[i]);
+			sp_prof_writer_range(s->w, &r[i]);
 			s->ranges_emitted++;
 		}
 	}
@@ -312,7 +312,7 @@ static void sp_marks_sync(struct sp_wstate *s)
 	while ((n = sp_marks_take(kind, time_ns, 64))) {
 		for (uint32_t i = 0; i < n; i++) {
 			struct sp_prof_mark m = {.kind = kind[i], .time_ns = time_ns[i]};
-			sp_writer_mark(s->w, &m);
+			sp_prof_writer_mark(s->w, &m);
 		}
 	}
 }
@@ -341,7 +341,7 @@ static void sp_jit_sync(struct sp_wstate *s)
 				end++;
 			if (size && *end) {
 				struct sp_prof_jit j = {.start = start, .size = size, .name = end};
-				sp_writer_jit(s->w, &j);
+				sp_prof_writer_jit(s->w, &j);
 			}
 			used += (size_t)(nl - line) + 1;
 			line = nl + 1;
@@ -366,7 +366,7 @@ static void sp_drain_slot(struct sp_wstate *s, uint32_t i, struct sp_thread *t)
 			/* a code object this thread met first: named once */
 			struct sp_prof_pycode c;
 			if (sp_pystack_code_decode(e, words, &c) == 0)
-				sp_writer_pycode(s->w, &c);
+				sp_prof_writer_pycode(s->w, &c);
 			sp_pystack_code_release(&c);
 			sp_ring_pop(&t->ring);
 			continue;
@@ -385,7 +385,7 @@ static void sp_drain_slot(struct sp_wstate *s, uint32_t i, struct sp_thread *t)
 			    .time_ns = e[SP_ENTRY_TIME],
 			    .weight_ns = e[SP_ENTRY_WEIGHT],
 			};
-			sp_writer_sample(s->w, &rec);
+			sp_prof_writer_sample(s->w, &rec);
 			s->samples++;
 			s->weight_ns += rec.weight_ns;
 		}
@@ -458,7 +458,7 @@ static void sp_write_stats(struct sp_wstate *s, uint32_t flags)
 	st.randomized = sp_g.timer->randomized;
 	st.py_faults = sp_safe_faults();
 	st.py_bad_tstates = atomic_load(&sp_py.bad_tstates);
-	sp_writer_stats(s->w, &st);
+	sp_prof_writer_stats(s->w, &st);
 }
 
 /* Bytes the profile may hold back while its descriptor is away. */
@@ -579,7 +579,9 @@ static void sp_flush(struct sp_wstate *s, uint32_t flags)
 	sp_jit_sync(s);
 	sp_write_stats(s, flags);
 	/* while the file can't be written the flush waits, and the bytes with it */
-	sp_writer_failed(s, sp_out_check(s) ? sp_writer_flush(s->w) : s->out_gone ? -EBADF : 0);
+	sp_writer_failed(s, sp_out_check(s) ? sp_prof_writer_flush(s->w)
+			    : s->out_gone   ? -EBADF
+					    : 0);
 	s->last_flush_ns = sp_now_ns();
 }
 
@@ -798,7 +800,7 @@ int sp_writer_start(void)
 	/* a profile being written is not one `stackprof run` may replace: a
 	 * shared lock says so for as long as the file is open */
 	flock(fd, LOCK_SH | LOCK_NB);
-	s->w = sp_writer_new_sink(sp_out_sink, s);
+	s->w = sp_prof_writer_new_sink(sp_out_sink, s);
 	if (!s->w) {
 		sp_fd_close(&s->out);
 		free(s);
@@ -826,16 +828,16 @@ int sp_writer_start(void)
 	    .exe = exe,
 	    .hostname = host,
 	};
-	sp_writer_header(s->w, &h);
+	sp_prof_writer_header(s->w, &h);
 	sp_modules_sync(s);
-	sp_writer_flush(s->w);
+	sp_prof_writer_flush(s->w);
 	s->last_flush_ns = sp_now_ns();
 	sp_ws = s;
 	sp_manifest_add(s->out_abs);
 
 	int rc = sp_spawn_quiet(&sp_g.writer, sp_writer_main, s);
 	if (rc) {
-		sp_writer_close(s->w);
+		sp_prof_writer_close(s->w);
 		sp_fd_close(&s->out);
 		sp_ws = NULL;
 		free(s);
@@ -927,7 +929,7 @@ void sp_writer_stop(bool final, int sig)
 	sp_writer_park();
 	s->end_signal = sig;
 	sp_flush(s, final ? SP_STATS_FINAL : 0);
-	sp_writer_failed(s, sp_writer_close(s->w));
+	sp_writer_failed(s, sp_prof_writer_close(s->w));
 	/* the stream's end may still wait for the file (fds.h) */
 	if ((s->out_lost || s->pending.len) && !sp_out_check(s))
 		sp_log("the end of the profile could not be written to %s", s->out_abs);
@@ -945,7 +947,7 @@ void sp_writer_forget(void)
 		return;
 	/* the parent owns the file and its zlib stream: drop our copies
 	 * silently; the child has a single thread, so everything can go */
-	sp_writer_abandon(s->w);
+	sp_prof_writer_abandon(s->w);
 	sp_fd_forget(&s->out);
 	sp_wstate_release(s, true);
 	sp_ws = NULL;

@@ -1,6 +1,7 @@
 /*
  * writer.h - the writer thread: it drains every thread's ring, deduplicates
- * stacks, and streams records to the profile through format/profile.h.
+ * stacks, and streams records to the profile through the format's profile
+ * writer (sp_prof_writer_* in format/profile.h).
  *
  * All the slow work of the sampler (hashing, compression, /proc reads)
  * happens here, off the program's threads, every 20 ms; the file is

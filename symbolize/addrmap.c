@@ -1,4 +1,4 @@
-#include "addrmap.h"
+#include "symbolize/addrmap.h"
 
 #include <errno.h>
 #include <stdlib.h>

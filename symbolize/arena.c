@@ -1,4 +1,4 @@
-#include "arena.h"
+#include "symbolize/arena.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-#include "demangle.h"
+#include "symbolize/demangle.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

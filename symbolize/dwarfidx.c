@@ -1,4 +1,4 @@
-#include "dwarfidx.h"
+#include "symbolize/dwarfidx.h"
 
 #include <dwarf.h>
 #include <errno.h>
@@ -6,12 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "addrmap.h"
-#include "arena.h"
-#include "demangle.h"
-#include "linetab.h"
-#include "rangemap.h"
-#include "symbolize.h"
+#include "symbolize/addrmap.h"
+#include "symbolize/arena.h"
+#include "symbolize/demangle.h"
+#include "symbolize/linetab.h"
+#include "symbolize/rangemap.h"
+#include "symbolize/symbolize.h"
 
 /* A subprogram or inlined_subroutine DIE that has code. */
 struct sp_dwnode {

@@ -1,4 +1,4 @@
-#include "ehframe.h"
+#include "symbolize/ehframe.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rangemap.h"
-#include "cfiread.h"
+#include "symbolize/rangemap.h"
+#include "format/cfiread.h"
 
 struct sp_ehframe {
 	struct sp_rangemap map; /* address -> FDE index */

@@ -1,13 +1,13 @@
 #define _GNU_SOURCE /* qsort_r */
-#include "linetab.h"
+#include "symbolize/linetab.h"
 
 #include <dwarf.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena.h"
-#include "leb.h"
+#include "symbolize/arena.h"
+#include "format/leb.h"
 
 struct sp_linerow {
 	uint64_t addr;

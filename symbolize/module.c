@@ -1,4 +1,4 @@
-#include "module.h"
+#include "symbolize/module.h"
 
 #include <elfutils/libdwfl.h>
 #include <errno.h>
@@ -9,9 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "dwarfidx.h"
-#include "ehframe.h"
-#include "symtab.h"
+#include "symbolize/dwarfidx.h"
+#include "symbolize/ehframe.h"
+#include "symbolize/symtab.h"
 
 /* Sizes no binary has: the largest real ones (libtorch_cuda with debug info)
  * are a few GiB; a file mostly made of holes is no binary either. */

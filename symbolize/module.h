@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "symbolize.h"
+#include "symbolize/symbolize.h"
 
 struct sp_module;
 

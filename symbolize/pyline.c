@@ -1,4 +1,4 @@
-#include "pyline.h"
+#include "symbolize/pyline.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -1,4 +1,4 @@
-#include "rangemap.h"
+#include "symbolize/rangemap.h"
 
 #include <errno.h>
 #include <stdbool.h>

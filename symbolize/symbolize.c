@@ -7,7 +7,7 @@
  * record of the same path and build-id (a library dlopen'ed and dlclose'd
  * in a loop is opened once).
  */
-#include "symbolize.h"
+#include "symbolize/symbolize.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -15,10 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "addrmap.h"
-#include "arena.h"
-#include "module.h"
-#include "rangemap.h"
+#include "symbolize/addrmap.h"
+#include "symbolize/arena.h"
+#include "symbolize/module.h"
+#include "symbolize/rangemap.h"
 
 /* An ELF object, opened on first use and shared by its mappings. */
 struct sp_modfile {

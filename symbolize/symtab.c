@@ -1,13 +1,13 @@
-#include "symtab.h"
+#include "symbolize/symtab.h"
 
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena.h"
-#include "demangle.h"
-#include "rangemap.h"
+#include "symbolize/arena.h"
+#include "symbolize/demangle.h"
+#include "symbolize/rangemap.h"
 
 struct sp_sym {
 	uint64_t value;

@@ -31,12 +31,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "collapse.h"
-#include "label.h"
-#include "model.h"
-#include "profile.h"
-#include "rollup.h"
-#include "view.h"
+#include "export/collapse.h"
+#include "export/label.h"
+#include "export/model.h"
+#include "format/profile.h"
+#include "export/rollup.h"
+#include "export/view.h"
 
 #define SP_EXIT_OK    0
 #define SP_EXIT_ERROR 1

@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "collapse.h"
-#include "commands.h"
-#include "diff.h"
-#include "model.h"
-#include "view.h"
+#include "tools/cli.h"
+#include "export/collapse.h"
+#include "tools/commands.h"
+#include "export/diff.h"
+#include "export/model.h"
+#include "export/view.h"
 
 enum {
 	OPT_COMPARE = 256,

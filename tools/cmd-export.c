@@ -7,12 +7,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "chrome.h"
-#include "cli.h"
-#include "commands.h"
-#include "model.h"
-#include "pprof.h"
-#include "speedscope.h"
+#include "export/chrome.h"
+#include "tools/cli.h"
+#include "tools/commands.h"
+#include "export/model.h"
+#include "export/pprof.h"
+#include "export/speedscope.h"
 
 static const struct sp_cli_opt sp_export_opts[] = {
     {'f', 'f', "format", "FORMAT", "pprof, chrome or speedscope (required)"},

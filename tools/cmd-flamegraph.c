@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "commands.h"
-#include "flamegraph.h"
-#include "model.h"
-#include "view.h"
+#include "tools/cli.h"
+#include "tools/commands.h"
+#include "export/flamegraph.h"
+#include "export/model.h"
+#include "export/view.h"
 
 enum {
 	OPT_TITLE = 256,

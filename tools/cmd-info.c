@@ -7,11 +7,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "cli.h"
-#include "commands.h"
-#include "model.h"
-#include "summary.h"
-#include "textfmt.h"
+#include "tools/cli.h"
+#include "tools/commands.h"
+#include "export/model.h"
+#include "tools/summary.h"
+#include "export/textfmt.h"
 
 enum { OPT_NO_SYMBOLS = 256 };
 

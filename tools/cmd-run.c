@@ -31,10 +31,10 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "commands.h"
-#include "model.h"
-#include "summary.h"
+#include "tools/cli.h"
+#include "tools/commands.h"
+#include "export/model.h"
+#include "tools/summary.h"
 
 enum {
 	OPT_TIMER = 256,

@@ -12,9 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "commands.h"
-#include "symbolize.h"
+#include "tools/cli.h"
+#include "tools/commands.h"
+#include "symbolize/symbolize.h"
 
 enum { OPT_NO_INLINE = 256, OPT_NO_DEMANGLE, OPT_ADDR2LINE };
 

@@ -5,11 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "commands.h"
-#include "model.h"
-#include "table.h"
-#include "view.h"
+#include "tools/cli.h"
+#include "tools/commands.h"
+#include "export/model.h"
+#include "export/table.h"
+#include "export/view.h"
 
 enum {
 	OPT_AGGREGATE = 256,

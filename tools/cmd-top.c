@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "commands.h"
-#include "model.h"
-#include "textfmt.h"
-#include "top.h"
+#include "tools/cli.h"
+#include "tools/commands.h"
+#include "export/model.h"
+#include "export/textfmt.h"
+#include "export/top.h"
 
 enum {
 	OPT_NAME = 256,

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "commands.h"
+#include "tools/cli.h"
+#include "tools/commands.h"
 
 static const struct sp_command sp_commands[] = {
     {"run", sp_cmd_run, "run a program under the profiler, then print a summary"},

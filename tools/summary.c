@@ -1,10 +1,10 @@
 #define _GNU_SOURCE /* sigabbrev_np */
-#include "summary.h"
+#include "tools/summary.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "textfmt.h"
+#include "export/textfmt.h"
 
 int sp_summary_is_root(const char *func)
 {

@@ -9,8 +9,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "model.h"
-#include "profile.h"
+#include "export/model.h"
+#include "format/profile.h"
 
 struct sp_summary {
 	uint64_t samples, weight_ns, cpu_ns_by_threads;

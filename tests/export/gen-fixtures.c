@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "profile.h"
+#include "format/profile.h"
 
 #define JIT_BASE  0x10000ull
 #define JIT_SIZE  0x100ull
@@ -84,7 +84,7 @@ static int check(int rc, const char *what)
 }
 
 struct gen {
-	struct sp_writer *w;
+	struct sp_prof_writer *w;
 	uint32_t next_stack;
 	uint64_t clock[4]; /* per thread slot: time of the next sample */
 };
@@ -99,7 +99,7 @@ static uint32_t stack_of(struct gen *g, uint32_t flags, int n, const enum fn *ro
 	}
 	struct sp_prof_stack s = {
 	    .id = ++g->next_stack, .flags = flags, .depth = (uint32_t)n, .pcs = pcs};
-	check(sp_writer_stack(g->w, &s), "stack");
+	check(sp_prof_writer_stack(g->w, &s), "stack");
 	return s.id;
 }
 
@@ -113,18 +113,18 @@ static void samples(struct gen *g, int slot, int32_t tid, uint32_t stack, uint32
 					   .range = range,
 					   .time_ns = g->clock[slot],
 					   .weight_ns = weight};
-		check(sp_writer_sample(g->w, &s), "sample");
+		check(sp_prof_writer_sample(g->w, &s), "sample");
 	}
 }
 
-static struct sp_writer *start(const char *path, int *fd, int pid)
+static struct sp_prof_writer *start(const char *path, int *fd, int pid)
 {
 	*fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (*fd < 0) {
 		fprintf(stderr, "gen-fixtures: %s: %s\n", path, strerror(errno));
 		exit(1);
 	}
-	struct sp_writer *w = sp_writer_new(*fd);
+	struct sp_prof_writer *w = sp_prof_writer_new(*fd);
 	if (!w)
 		exit(1);
 	struct sp_prof_header h = {
@@ -140,7 +140,7 @@ static struct sp_writer *start(const char *path, int *fd, int pid)
 	    .exe = (char *)"/nonexistent/fixture",
 	    .hostname = (char *)"fixture-host",
 	};
-	check(sp_writer_header(w, &h), "header");
+	check(sp_prof_writer_header(w, &h), "header");
 	struct sp_prof_module m = {
 	    .id = 1,
 	    .flags = SP_MOD_DLOPEN,
@@ -151,12 +151,12 @@ static struct sp_writer *start(const char *path, int *fd, int pid)
 	    .build_id = {0xde, 0xad, 0xbe, 0xef, 0x01, 0x02, 0x03, 0x04},
 	    .build_id_len = 8,
 	};
-	check(sp_writer_module(w, &m), "module");
+	check(sp_prof_writer_module(w, &m), "module");
 	for (int f = 0; f < F_COUNT; f++) {
 		struct sp_prof_jit j = {.start = JIT_BASE + f * JIT_SIZE,
 					.size = JIT_SIZE,
 					.name = (char *)fn_names[f]};
-		check(sp_writer_jit(w, &j), "jit");
+		check(sp_prof_writer_jit(w, &j), "jit");
 	}
 	struct sp_prof_thread th[] = {
 	    {.tid = 1000, .name = (char *)"fixture"},
@@ -165,13 +165,13 @@ static struct sp_writer *start(const char *path, int *fd, int pid)
 	    {.tid = 1000, .name = (char *)"resnet18"}, /* renamed later: the last name wins */
 	};
 	for (size_t i = 0; i < sizeof(th) / sizeof(th[0]); i++)
-		check(sp_writer_thread(w, &th[i]), "thread");
+		check(sp_prof_writer_thread(w, &th[i]), "thread");
 	struct sp_prof_range r[] = {
 	    {.id = 1, .parent = 0, .name = (char *)"model_inference"},
 	    {.id = 2, .parent = 1, .name = (char *)"LINEAR PASS"},
 	};
 	for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++)
-		check(sp_writer_range(w, &r[i]), "range");
+		check(sp_prof_writer_range(w, &r[i]), "range");
 	return w;
 }
 
@@ -208,9 +208,9 @@ static void write_profile(const char *path, int v, uint64_t *flush_bytes)
 	uint32_t deep = stack_of(&g, SP_STACK_TRUNCATED, 6, s_deep);
 	uint64_t modpcs[] = {MOD_START + 0x1234, ret_pc(F_MAIN), ret_pc(F_START)};
 	struct sp_prof_stack ms = {.id = ++g.next_stack, .depth = 3, .pcs = modpcs};
-	check(sp_writer_stack(g.w, &ms), "stack");
+	check(sp_prof_writer_stack(g.w, &ms), "stack");
 	struct sp_prof_stack empty = {.id = ++g.next_stack, .flags = SP_STACK_UNWIND_ERR};
-	check(sp_writer_stack(g.w, &empty), "stack");
+	check(sp_prof_writer_stack(g.w, &empty), "stack");
 
 	/* main thread: the "model" inside model_inference / LINEAR PASS */
 	samples(&g, 0, 1000, push, 0, 3, MS);
@@ -219,9 +219,9 @@ static void write_profile(const char *path, int v, uint64_t *flush_bytes)
 	samples(&g, 0, 1000, conv, 1, 11, MS);
 	samples(&g, 0, 1000, gemm, 1, 10, MS + 500); /* half-microseconds: sum, then round */
 	samples(&g, 0, 1000, bn, 1, v ? 10 : 20, 2 * MS);
-	check(sp_writer_flush(g.w), "flush");
+	check(sp_prof_writer_flush(g.w), "flush");
 	if (flush_bytes)
-		*flush_bytes = sp_writer_bytes(g.w);
+		*flush_bytes = sp_prof_writer_bytes(g.w);
 	if (!v)
 		samples(&g, 0, 1000, relu, 1, 5, MS);
 	else
@@ -236,8 +236,8 @@ static void write_profile(const char *path, int v, uint64_t *flush_bytes)
 
 	struct sp_prof_stats st = {
 	    .flags = SP_STATS_FINAL, .samples = 0, .timer = (char *)"posix-cputimer"};
-	check(sp_writer_stats(g.w, &st), "stats");
-	check(sp_writer_close(g.w), "close");
+	check(sp_prof_writer_stats(g.w, &st), "stats");
+	check(sp_prof_writer_close(g.w), "close");
 	close(fd);
 }
 
@@ -379,7 +379,7 @@ static uint32_t torch_stack(struct gen *g, int n, const unsigned *root_first)
 			pcs[i] = TJIT_BASE + f * JIT_SIZE + (i ? 0x21 : 0x10);
 	}
 	struct sp_prof_stack s = {.id = ++g->next_stack, .depth = (uint32_t)n, .pcs = pcs};
-	check(sp_writer_stack(g->w, &s), "stack");
+	check(sp_prof_writer_stack(g->w, &s), "stack");
 	return s.id;
 }
 
@@ -419,7 +419,7 @@ static void write_torch(const char *path, int v)
 		exit(1);
 	}
 	struct gen g = {.clock = {0}};
-	g.w = sp_writer_new(fd);
+	g.w = sp_prof_writer_new(fd);
 	if (!g.w)
 		exit(1);
 	struct sp_prof_header h = {
@@ -435,7 +435,7 @@ static void write_torch(const char *path, int v)
 	    .exe = (char *)"/nonexistent/python3",
 	    .hostname = (char *)"fixture-host",
 	};
-	check(sp_writer_header(g.w, &h), "header");
+	check(sp_prof_writer_header(g.w, &h), "header");
 	struct sp_prof_module m = {
 	    .id = 1,
 	    .start = TORCH_LO,
@@ -445,19 +445,19 @@ static void write_torch(const char *path, int v)
 	    .build_id = {0x13, 0x13, 0x13, 0x13},
 	    .build_id_len = 4,
 	};
-	check(sp_writer_module(g.w, &m), "module");
+	check(sp_prof_writer_module(g.w, &m), "module");
 	for (int f = 0; f < T_COUNT; f++) {
 		struct sp_prof_jit j = {.start = TJIT_BASE + f * JIT_SIZE,
 					.size = JIT_SIZE,
 					.name = (char *)tfn_names[f]};
-		check(sp_writer_jit(g.w, &j), "jit");
+		check(sp_prof_writer_jit(g.w, &j), "jit");
 	}
 	struct sp_prof_thread th[] = {
 	    {.tid = 2000, .name = (char *)"python3"},
 	    {.tid = 2001, .name = (char *)"intra-op"},
 	};
 	for (size_t i = 0; i < sizeof(th) / sizeof(th[0]); i++)
-		check(sp_writer_thread(g.w, &th[i]), "thread");
+		check(sp_prof_writer_thread(g.w, &th[i]), "thread");
 	const uint32_t mod = SP_RANGE_MODULE;
 	struct sp_prof_range r[] = {
 	    {R_INFER, 0, (char *)"model_inference", 0, 0},
@@ -478,7 +478,7 @@ static void write_torch(const char *path, int v)
 	    {R_SOFTMAX, R_RESNET, (char *)"softmax", mod, 0},
 	};
 	for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++)
-		check(sp_writer_range(g.w, &r[i]), "range");
+		check(sp_prof_writer_range(g.w, &r[i]), "range");
 
 #define PY T_START, T_MAIN, T_EVAL
 		/* conv2d as Debian's libtorch runs it: autograd's unnamed kernel, then redispatch
@@ -525,8 +525,8 @@ static void write_torch(const char *path, int v)
 	samples(&g, 1, 2001, worker, 0, 4, MS);
 
 	struct sp_prof_stats st = {.flags = SP_STATS_FINAL, .timer = (char *)"perf-sigtrap"};
-	check(sp_writer_stats(g.w, &st), "stats");
-	check(sp_writer_close(g.w), "close");
+	check(sp_prof_writer_stats(g.w, &st), "stats");
+	check(sp_prof_writer_close(g.w), "close");
 	close(fd);
 }
 
@@ -604,7 +604,7 @@ static size_t loc_entry(uint8_t *t, unsigned units, int delta)
 	return n;
 }
 
-static void write_pycodes(struct sp_writer *w)
+static void write_pycodes(struct sp_prof_writer *w)
 {
 	for (uint32_t id = 1; id < N_PCODES; id++) {
 		const struct pcode *c = &pcodes[id];
@@ -619,7 +619,7 @@ static void write_pycodes(struct sp_writer *w)
 					   .filename = (char *)c->file,
 					   .linetable = table,
 					   .linetable_len = n};
-		check(sp_writer_pycode(w, &r), "pycode");
+		check(sp_prof_writer_pycode(w, &r), "pycode");
 	}
 }
 
@@ -651,7 +651,7 @@ static uint32_t py_stack(struct gen *g, int n, const unsigned *root_first)
 			pcs[i] += i ? 0x21 : 0x10;
 	}
 	struct sp_prof_stack s = {.id = ++g->next_stack, .depth = (uint32_t)n, .pcs = pcs};
-	check(sp_writer_stack(g->w, &s), "stack");
+	check(sp_prof_writer_stack(g->w, &s), "stack");
 	return s.id;
 }
 
@@ -671,7 +671,7 @@ static void write_python(const char *path, int v)
 		exit(1);
 	}
 	struct gen g = {.clock = {0}};
-	g.w = sp_writer_new(fd);
+	g.w = sp_prof_writer_new(fd);
 	if (!g.w)
 		exit(1);
 	struct sp_prof_header h = {
@@ -687,7 +687,7 @@ static void write_python(const char *path, int v)
 	    .exe = (char *)"/nonexistent/python3.11",
 	    .hostname = (char *)"fixture-host",
 	};
-	check(sp_writer_header(g.w, &h), "header");
+	check(sp_prof_writer_header(g.w, &h), "header");
 	struct sp_prof_module m = {
 	    .id = 1,
 	    .flags = SP_MOD_DLOPEN,
@@ -698,7 +698,7 @@ static void write_python(const char *path, int v)
 	    .build_id = {0x31, 0x10},
 	    .build_id_len = 2,
 	};
-	check(sp_writer_module(g.w, &m), "module");
+	check(sp_prof_writer_module(g.w, &m), "module");
 	struct sp_prof_module interp = {
 	    .id = 2,
 	    .flags = SP_MOD_MAIN,
@@ -709,24 +709,24 @@ static void write_python(const char *path, int v)
 	    .build_id = {0x31, 0x11},
 	    .build_id_len = 2,
 	};
-	check(sp_writer_module(g.w, &interp), "module");
+	check(sp_prof_writer_module(g.w, &interp), "module");
 	for (int f = 0; f < N_COUNT; f++) {
 		struct sp_prof_jit j = {.start = PJIT_BASE + f * JIT_SIZE,
 					.size = JIT_SIZE,
 					.name = (char *)pfn_names[f]};
-		check(sp_writer_jit(g.w, &j), "jit");
+		check(sp_prof_writer_jit(g.w, &j), "jit");
 	}
 	struct sp_prof_pyinfo pi = {.version = 3 << 16 | 11 << 8 | 2,
 				    .flags = SP_PYINFO_ACTIVE,
 				    .module = (char *)"/nonexistent/python3.11",
 				    .status = (char *)"Python 3.11.2: frames are read"};
-	check(sp_writer_pyinfo(g.w, &pi), "pyinfo");
+	check(sp_prof_writer_pyinfo(g.w, &pi), "pyinfo");
 	struct sp_prof_thread th[] = {
 	    {.tid = 3000, .name = (char *)"python3"},
 	    {.tid = 3001, .name = (char *)"py-worker"},
 	};
 	for (size_t i = 0; i < sizeof(th) / sizeof(th[0]); i++)
-		check(sp_writer_thread(g.w, &th[i]), "thread");
+		check(sp_prof_writer_thread(g.w, &th[i]), "thread");
 	write_pycodes(g.w);
 
 #define TOP N_START, N_MAIN, N_RUNMAIN, N_EVAL, PY(1, 0), PY(2, 1)
@@ -757,8 +757,8 @@ static void write_python(const char *path, int v)
 	samples(&g, 1, 3001, worker, 0, 12, MS);
 
 	struct sp_prof_stats st = {.flags = SP_STATS_FINAL, .timer = (char *)"posix-cputimer"};
-	check(sp_writer_stats(g.w, &st), "stats");
-	check(sp_writer_close(g.w), "close");
+	check(sp_prof_writer_stats(g.w, &st), "stats");
+	check(sp_prof_writer_close(g.w), "close");
 	close(fd);
 }
 
@@ -803,14 +803,14 @@ static void write_big(const char *path, unsigned long n_samples, unsigned long n
 			    JIT_BASE + f * JIT_SIZE + 0x10 + (rnd(&seed) % 8) * 0x10;
 		}
 		struct sp_prof_stack s = {.id = (uint32_t)i + 1, .depth = depth, .pcs = pcs};
-		check(sp_writer_stack(g.w, &s), "stack");
+		check(sp_prof_writer_stack(g.w, &s), "stack");
 	}
 	for (unsigned long i = 0; i < n_samples; i++) {
 		uint32_t stack = (uint32_t)(i < n_stacks ? i + 1 : 1 + rnd(&seed) % n_stacks);
 		int slot = (int)(rnd(&seed) % 3);
 		samples(&g, slot, 1000 + slot, stack, (uint32_t)(rnd(&seed) % 3), 1, MS);
 	}
-	check(sp_writer_close(g.w), "close");
+	check(sp_prof_writer_close(g.w), "close");
 	close(fd);
 }
 

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cfi.h"
+#include "sampler/cfi.h"
 
 static void check_rule(const struct sp_cfi_rule *r, enum sp_cfi_kind kind)
 {

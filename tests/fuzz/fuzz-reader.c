@@ -43,7 +43,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "profile.h"
+#include "format/profile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -36,7 +36,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "symbolize.h"
+#include "symbolize/symbolize.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

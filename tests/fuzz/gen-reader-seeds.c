@@ -18,7 +18,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "profile.h"
+#include "format/profile.h"
 
 static const char *outdir;
 
@@ -95,7 +95,7 @@ static uint8_t *records_of(const uint8_t *file, size_t len, size_t *out_len)
 
 struct w {
 	int fd;
-	struct sp_writer *w;
+	struct sp_prof_writer *w;
 	char tmp[4096];
 };
 
@@ -105,9 +105,9 @@ static void begin(struct w *w, const char *exe)
 	w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (w->fd < 0)
 		die(w->tmp);
-	w->w = sp_writer_new(w->fd);
+	w->w = sp_prof_writer_new(w->fd);
 	if (!w->w)
-		die("sp_writer_new");
+		die("sp_prof_writer_new");
 	struct sp_prof_header h = {
 	    .version = SP_PROFILE_VERSION,
 	    .pid = 1234,
@@ -121,16 +121,16 @@ static void begin(struct w *w, const char *exe)
 	    .exe = (char *)exe,
 	    .hostname = (char *)"fuzz",
 	};
-	ok(sp_writer_header(w->w, &h), "header");
+	ok(sp_prof_writer_header(w->w, &h), "header");
 }
 
 /* Emits NAME (the file) and NAME.rec (mode byte + records), then cut and flipped copies. */
 static void finish(struct w *w, const char *name, int close_it, int variants)
 {
 	if (close_it)
-		ok(sp_writer_close(w->w), "close");
+		ok(sp_prof_writer_close(w->w), "close");
 	else
-		sp_writer_abandon(w->w);
+		sp_prof_writer_abandon(w->w);
 	close(w->fd);
 	size_t len;
 	uint8_t *file = slurp(w->tmp, &len);
@@ -189,7 +189,7 @@ static void modules(struct w *w)
 			 7,    8,    9,	   10,	 11, 12, 13, 14, 15, 16},
 	    .build_id_len = 20,
 	};
-	ok(sp_writer_module(w->w, &m), "module");
+	ok(sp_prof_writer_module(w->w, &m), "module");
 	struct sp_prof_module v = {
 	    .id = 2,
 	    .flags = SP_MOD_VDSO,
@@ -200,7 +200,7 @@ static void modules(struct w *w)
 	    .image = (uint8_t *)image,
 	    .image_len = sizeof(image),
 	};
-	ok(sp_writer_module(w->w, &v), "vdso");
+	ok(sp_prof_writer_module(w->w, &v), "vdso");
 	struct sp_prof_module d = {
 	    .id = 3,
 	    .flags = SP_MOD_DLOPEN,
@@ -210,7 +210,7 @@ static void modules(struct w *w)
 	    .time_ns = 1000,
 	    .path = (char *)"/tmp/libplugin.so",
 	};
-	ok(sp_writer_module(w->w, &d), "dlopen");
+	ok(sp_prof_writer_module(w->w, &d), "dlopen");
 }
 
 int main(int argc, char **argv)
@@ -233,24 +233,24 @@ int main(int argc, char **argv)
 	struct sp_prof_thread t1 = {.tid = 1234, .time_ns = 0, .name = (char *)"main"};
 	struct sp_prof_thread t2 = {.tid = 1235, .time_ns = 10, .name = (char *)"worker 1"};
 	struct sp_prof_thread t3 = {.tid = 1234, .time_ns = 20, .name = (char *)"renamed"};
-	ok(sp_writer_thread(w.w, &t1), "thread");
-	ok(sp_writer_thread(w.w, &t2), "thread");
-	ok(sp_writer_thread(w.w, &t3), "thread");
+	ok(sp_prof_writer_thread(w.w, &t1), "thread");
+	ok(sp_prof_writer_thread(w.w, &t2), "thread");
+	ok(sp_prof_writer_thread(w.w, &t3), "thread");
 	struct sp_prof_range r1 = {.id = 1, .parent = 0, .name = (char *)"model_inference"};
 	struct sp_prof_range r2 = {.id = 2, .parent = 1, .name = (char *)"LINEAR PASS"};
 	struct sp_prof_range r3 = {.id = 3, .parent = 2, .name = (char *)"gemm"};
-	ok(sp_writer_range(w.w, &r1), "range");
-	ok(sp_writer_range(w.w, &r2), "range");
-	ok(sp_writer_range(w.w, &r3), "range");
+	ok(sp_prof_writer_range(w.w, &r1), "range");
+	ok(sp_prof_writer_range(w.w, &r2), "range");
+	ok(sp_prof_writer_range(w.w, &r3), "range");
 	struct sp_prof_range r4 = {
 	    .id = 4, .parent = 1, .name = (char *)"conv1", .flags = SP_RANGE_MODULE};
-	ok(sp_writer_range(w.w, &r4), "range");
+	ok(sp_prof_writer_range(w.w, &r4), "range");
 	/* two windows, the second left open; sample i is at i ms */
 	const struct sp_prof_mark marks[] = {{SP_MARK_WINDOW_BEGIN, 500000},
 					     {SP_MARK_WINDOW_END, 2500000},
 					     {SP_MARK_WINDOW_BEGIN, 4000000}};
 	for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++)
-		ok(sp_writer_mark(w.w, &marks[i]), "mark");
+		ok(sp_prof_writer_mark(w.w, &marks[i]), "mark");
 	uint64_t pcs1[] = {0x400123, 0x400456, 0x400010};
 	uint64_t pcs2[] = {0x7fff0100, 0x400789, 0x400456, 0x400010};
 	uint64_t pcs3[] = {0x7f0000001000, 0x10, 0xffffffffffffff00ull}; /* big negative deltas */
@@ -258,21 +258,21 @@ int main(int argc, char **argv)
 	struct sp_prof_stack s2 = {.id = 2, .flags = SP_STACK_TRUNCATED, .depth = 4, .pcs = pcs2};
 	struct sp_prof_stack s3 = {.id = 3, .flags = SP_STACK_UNWIND_ERR, .depth = 3, .pcs = pcs3};
 	struct sp_prof_stack s4 = {.id = 4, .depth = 0, .pcs = pcs1};
-	ok(sp_writer_stack(w.w, &s1), "stack");
-	ok(sp_writer_stack(w.w, &s2), "stack");
-	ok(sp_writer_stack(w.w, &s3), "stack");
-	ok(sp_writer_stack(w.w, &s4), "stack");
+	ok(sp_prof_writer_stack(w.w, &s1), "stack");
+	ok(sp_prof_writer_stack(w.w, &s2), "stack");
+	ok(sp_prof_writer_stack(w.w, &s3), "stack");
+	ok(sp_prof_writer_stack(w.w, &s4), "stack");
 	for (int i = 0; i < 6; i++) {
 		struct sp_prof_sample s = {.tid = i & 1 ? 1235 : 1234,
 					   .stack = (uint32_t)(i % 4) + 1,
 					   .range = (uint32_t)(i % 5),
 					   .time_ns = 1000000ull * (uint64_t)i,
 					   .weight_ns = 1003009};
-		ok(sp_writer_sample(w.w, &s), "sample");
+		ok(sp_prof_writer_sample(w.w, &s), "sample");
 	}
 	struct sp_prof_jit j = {.start = 0x10000, .size = 0x100, .name = (char *)"jit_kernel<8>"};
-	ok(sp_writer_jit(w.w, &j), "jit");
-	ok(sp_writer_unload(w.w, 3, 5000000), "unload");
+	ok(sp_prof_writer_jit(w.w, &j), "jit");
+	ok(sp_prof_writer_unload(w.w, 3, 5000000), "unload");
 	struct sp_prof_stats st = {.flags = SP_STATS_FINAL,
 				   .time_ns = 6000000,
 				   .samples = 6,
@@ -284,7 +284,7 @@ int main(int argc, char **argv)
 				   .signals = 7,
 				   .overruns = 1,
 				   .timer = (char *)"posix-cputimer"};
-	ok(sp_writer_stats(w.w, &st), "stats");
+	ok(sp_prof_writer_stats(w.w, &st), "stats");
 	finish(&w, "all-records", 1, 1);
 
 	/* several flushes: a reader of a killed program keeps the first blocks */
@@ -293,37 +293,37 @@ int main(int argc, char **argv)
 	uint32_t next = 1;
 	for (int blk = 0; blk < 3; blk++) {
 		struct sp_prof_thread t = {.tid = 100 + blk, .name = (char *)"t"};
-		ok(sp_writer_thread(w.w, &t), "thread");
+		ok(sp_prof_writer_thread(w.w, &t), "thread");
 		uint64_t pcs[2] = {0x400100 + (uint64_t)blk, 0x400200};
 		struct sp_prof_stack s = {.id = next, .depth = 2, .pcs = pcs};
-		ok(sp_writer_stack(w.w, &s), "stack");
+		ok(sp_prof_writer_stack(w.w, &s), "stack");
 		struct sp_prof_sample smp = {.tid = 100 + blk, .stack = next, .weight_ns = 1000};
-		ok(sp_writer_sample(w.w, &smp), "sample");
+		ok(sp_prof_writer_sample(w.w, &smp), "sample");
 		next++;
 		struct sp_prof_stats stb = {.samples = (uint64_t)blk + 1,
 					    .timer = (char *)"itimer-prof"};
-		ok(sp_writer_stats(w.w, &stb), "stats");
-		ok(sp_writer_flush(w.w), "flush");
+		ok(sp_prof_writer_stats(w.w, &stb), "stats");
+		ok(sp_prof_writer_flush(w.w), "flush");
 	}
 	finish(&w, "three-flushes", 1, 1);
 
 	/* killed: flushed twice, never closed */
 	begin(&w, "/usr/bin/seed");
 	struct sp_prof_thread tk = {.tid = 7, .name = (char *)"killed"};
-	ok(sp_writer_thread(w.w, &tk), "thread");
-	ok(sp_writer_flush(w.w), "flush");
+	ok(sp_prof_writer_thread(w.w, &tk), "thread");
+	ok(sp_prof_writer_flush(w.w), "flush");
 	uint64_t pk[1] = {0x1234};
 	struct sp_prof_stack sk = {.id = 1, .depth = 1, .pcs = pk};
-	ok(sp_writer_stack(w.w, &sk), "stack");
-	ok(sp_writer_flush(w.w), "flush");
+	ok(sp_prof_writer_stack(w.w, &sk), "stack");
+	ok(sp_prof_writer_flush(w.w), "flush");
 	finish(&w, "killed", 0, 0);
 
 	/* exec: the last flush carries an EXEC stats record, no zlib end */
 	begin(&w, "/usr/bin/seed");
 	struct sp_prof_stats se = {
 	    .flags = SP_STATS_EXEC, .samples = 0, .timer = (char *)"perf-task-clock"};
-	ok(sp_writer_stats(w.w, &se), "stats");
-	ok(sp_writer_flush(w.w), "flush");
+	ok(sp_prof_writer_stats(w.w, &se), "stats");
+	ok(sp_prof_writer_flush(w.w), "flush");
 	finish(&w, "exec", 0, 0);
 
 	/* a newer minor revision: an unknown record type is skipped */

@@ -44,17 +44,17 @@ build=$(cd "$build" && pwd)
 case $target in
 reader)
 	sources=("$src/tests/fuzz/fuzz-reader.c" "$src"/format/buf.c "$src"/format/reader.c)
-	incs=(-I"$src/format")
+	incs=(-I"$src")
 	libs=(-lz)
 	;;
 symbolize)
 	sources=("$src/tests/fuzz/fuzz-symbolize.c" "$src"/symbolize/*.c "$src"/format/cfiread.c)
-	incs=(-I"$src/symbolize" -I"$src/format")
+	incs=(-I"$src")
 	libs=(-ldw -lelf -lz -ldl -lpthread)
 	;;
 cfi)
 	sources=("$src/tests/fuzz/fuzz-cfi.c" "$src"/sampler/cfi.c "$src"/format/cfiread.c)
-	incs=(-D_GNU_SOURCE -I"$src/sampler" -I"$src/format") # dl_phdr_info
+	incs=(-D_GNU_SOURCE -I"$src") # dl_phdr_info
 	libs=()
 	;;
 *)

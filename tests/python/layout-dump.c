@@ -7,7 +7,7 @@
  */
 #include <stdlib.h>
 
-#include "layout-fields.h"
+#include "tests/python/layout-fields.h"
 
 int main(int argc, char **argv)
 {

@@ -1,5 +1,5 @@
 /* shapes-main.c - a program around shapes.c, linked with a chosen build-id. */
-#include "shapes.h"
+#include "tests/symbolize/shapes.h"
 
 int main(int argc, char **argv)
 {

@@ -7,7 +7,7 @@
  * Lines the tests check carry "MARK:<name>" comments; the tests find them
  * in this file rather than hard-coding line numbers.
  */
-#include "shapes.h"
+#include "tests/symbolize/shapes.h"
 
 volatile int sp_shape_sink;
 

@@ -15,9 +15,9 @@
 #include <string.h>
 #include <ucontext.h>
 
-#include "cfi.h"
-#include "rulecache.h"
-#include "check.h"
+#include "sampler/cfi.h"
+#include "sampler/rulecache.h"
+#include "tests/unit/check.h"
 
 #define NOINLINE __attribute__((noinline))
 #define MAX_MODS 64

@@ -9,14 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "collapse.h"
-#include "json.h"
-#include "label.h"
-#include "model.h"
-#include "table.h"
-#include "textfmt.h"
-#include "check.h"
+#include "format/buf.h"
+#include "export/collapse.h"
+#include "export/json.h"
+#include "export/label.h"
+#include "export/model.h"
+#include "export/table.h"
+#include "export/textfmt.h"
+#include "tests/unit/check.h"
 
 #define CHECK_STR(got, want)                                                                       \
 	do {                                                                                       \

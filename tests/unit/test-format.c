@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "profile.h"
-#include "check.h"
+#include "format/profile.h"
+#include "tests/unit/check.h"
 
 static char dir[] = "/tmp/test-format-XXXXXX";
 
@@ -37,7 +37,7 @@ static unsigned char *read_file(const char *path, size_t *n)
 static void make_profile(const char *path)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	struct sp_writer *w = sp_writer_new(fd);
+	struct sp_prof_writer *w = sp_prof_writer_new(fd);
 	struct sp_prof_header h = {.version = SP_PROFILE_VERSION,
 				   .pid = 42,
 				   .ppid = 1,
@@ -47,7 +47,7 @@ static void make_profile(const char *path)
 				   .cmdline = "prog --arg",
 				   .exe = "/bin/prog",
 				   .hostname = "host"};
-	CHECK(sp_writer_header(w, &h) == 0);
+	CHECK(sp_prof_writer_header(w, &h) == 0);
 	struct sp_prof_module m = {.id = 1,
 				   .flags = SP_MOD_MAIN,
 				   .start = 0x400000,
@@ -56,42 +56,42 @@ static void make_profile(const char *path)
 				   .path = "/bin/prog",
 				   .build_id = {0xde, 0xad, 0xbe, 0xef},
 				   .build_id_len = 4};
-	CHECK(sp_writer_module(w, &m) == 0);
+	CHECK(sp_prof_writer_module(w, &m) == 0);
 	struct sp_prof_thread t = {.tid = 42, .name = "main"};
-	CHECK(sp_writer_thread(w, &t) == 0);
+	CHECK(sp_prof_writer_thread(w, &t) == 0);
 	struct sp_prof_range r = {.id = 1, .parent = 0, .name = "LINEAR PASS"};
-	CHECK(sp_writer_range(w, &r) == 0);
+	CHECK(sp_prof_writer_range(w, &r) == 0);
 	struct sp_prof_range r2 = {.id = 2,
 				   .parent = 1,
 				   .name = "conv1",
 				   .flags = SP_RANGE_MODULE,
 				   .anchor = SP_ANCHOR_MAKE(7, true)};
-	CHECK(sp_writer_range(w, &r2) == 0);
+	CHECK(sp_prof_writer_range(w, &r2) == 0);
 	struct sp_prof_mark mk = {.kind = SP_MARK_WINDOW_BEGIN, .time_ns = 500};
-	CHECK(sp_writer_mark(w, &mk) == 0);
+	CHECK(sp_prof_writer_mark(w, &mk) == 0);
 	uint64_t pcs[3] = {0x401000, 0x402000, 0x400100};
 	struct sp_prof_stack s = {.id = 1, .flags = SP_STACK_TRUNCATED, .depth = 3, .pcs = pcs};
-	CHECK(sp_writer_stack(w, &s) == 0);
+	CHECK(sp_prof_writer_stack(w, &s) == 0);
 	for (int i = 0; i < 3; i++) {
 		struct sp_prof_sample x = {
 		    .tid = 42, .stack = 1, .range = 1, .time_ns = 1000u * i, .weight_ns = 10000000};
-		CHECK(sp_writer_sample(w, &x) == 0);
+		CHECK(sp_prof_writer_sample(w, &x) == 0);
 	}
 	struct sp_prof_jit j = {.start = 0x7f0000, .size = 0x100, .name = "jit_kernel"};
-	CHECK(sp_writer_jit(w, &j) == 0);
+	CHECK(sp_prof_writer_jit(w, &j) == 0);
 	struct sp_prof_stats st = {.samples = 3, .drops = 1, .timer = "posix-cputimer"};
-	CHECK(sp_writer_stats(w, &st) == 0);
-	CHECK(sp_writer_flush(w) == 0);
+	CHECK(sp_prof_writer_stats(w, &st) == 0);
+	CHECK(sp_prof_writer_flush(w) == 0);
 	for (int i = 0; i < 2; i++) {
 		struct sp_prof_sample x = {.tid = 42, .stack = 1, .time_ns = 5000, .weight_ns = 7};
-		CHECK(sp_writer_sample(w, &x) == 0);
+		CHECK(sp_prof_writer_sample(w, &x) == 0);
 	}
 	mk = (struct sp_prof_mark){.kind = SP_MARK_WINDOW_END, .time_ns = 4000};
-	CHECK(sp_writer_mark(w, &mk) == 0);
+	CHECK(sp_prof_writer_mark(w, &mk) == 0);
 	st.samples = 5;
 	st.flags = SP_STATS_FINAL;
-	CHECK(sp_writer_stats(w, &st) == 0);
-	CHECK(sp_writer_close(w) == 0);
+	CHECK(sp_prof_writer_stats(w, &st) == 0);
+	CHECK(sp_prof_writer_close(w) == 0);
 	close(fd);
 }
 
@@ -99,13 +99,13 @@ static void make_profile(const char *path)
 static void make_marks(const char *path, const struct sp_prof_mark *mk, size_t n)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	struct sp_writer *w = sp_writer_new(fd);
+	struct sp_prof_writer *w = sp_prof_writer_new(fd);
 	struct sp_prof_header h = {
 	    .version = SP_PROFILE_VERSION, .timer = "", .cmdline = "", .exe = "", .hostname = ""};
-	CHECK(sp_writer_header(w, &h) == 0);
+	CHECK(sp_prof_writer_header(w, &h) == 0);
 	for (size_t i = 0; i < n; i++)
-		CHECK(sp_writer_mark(w, &mk[i]) == 0);
-	CHECK(sp_writer_close(w) == 0);
+		CHECK(sp_prof_writer_mark(w, &mk[i]) == 0);
+	CHECK(sp_prof_writer_close(w) == 0);
 	close(fd);
 }
 

@@ -13,11 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
-#include "ops.h"
-#include "rollup.h"
-#include "view.h"
-#include "check.h"
+#include "export/model.h"
+#include "export/ops.h"
+#include "export/rollup.h"
+#include "export/view.h"
+#include "tests/unit/check.h"
 
 static void want_op(const char *func, const char *name, const char *overload, bool redispatch)
 {

@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <sys/auxv.h>
 
-#include "symbolize.h"
-#include "check.h"
+#include "symbolize/symbolize.h"
+#include "tests/unit/check.h"
 
 struct span {
 	uint64_t bias, lo, hi;

@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "check.h"
-#include "pylayout.h"
+#include "tests/unit/check.h"
+#include "sampler/pylayout.h"
 
 /* 3.13.0's _Py_DebugOffsets, 73 words, as pyenv's build fills them in */
 static uint64_t image[73];

@@ -23,8 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
-#include "pyline.h"
+#include "tests/unit/check.h"
+#include "symbolize/pyline.h"
 
 struct fx_code {
 	int firstlineno;

@@ -2,8 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ring.h"
-#include "check.h"
+#include "sampler/ring.h"
+#include "tests/unit/check.h"
 
 /* Pushes an entry of n words whose payload is seq, seq+1, ... */
 static int push(struct sp_ring *r, size_t n, uint64_t seq)

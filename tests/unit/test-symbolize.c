@@ -24,9 +24,9 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
-#include "demangle.h"
-#include "shapes.h"
-#include "symbolize.h"
+#include "symbolize/demangle.h"
+#include "tests/symbolize/shapes.h"
+#include "symbolize/symbolize.h"
 
 static int sp_failures;
 

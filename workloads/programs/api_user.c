@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "stackprof.h"
+#include "sampler/stackprof.h"
 
 static volatile double sink;
 

@@ -1,7 +1,7 @@
-#include "conv.h"
+#include "workloads/resnet18/conv.h"
 
-#include "gemm.h"
-#include "pool.h"
+#include "workloads/resnet18/gemm.h"
+#include "workloads/resnet18/pool.h"
 
 #include <errno.h>
 #include <math.h>

@@ -11,7 +11,7 @@
 #ifndef RN_CONV_H
 #define RN_CONV_H
 
-#include "rn.h"
+#include "workloads/resnet18/rn.h"
 
 #include <stddef.h>
 

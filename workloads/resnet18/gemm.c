@@ -1,7 +1,7 @@
-#include "gemm.h"
+#include "workloads/resnet18/gemm.h"
 
-#include "pool.h"
-#include "rn.h"
+#include "workloads/resnet18/pool.h"
+#include "workloads/resnet18/rn.h"
 
 #include <string.h>
 

@@ -1,6 +1,6 @@
-#include "layers.h"
+#include "workloads/resnet18/layers.h"
 
-#include "pool.h"
+#include "workloads/resnet18/pool.h"
 
 #include <errno.h>
 #include <float.h>

@@ -10,7 +10,7 @@
 #ifndef RN_LAYERS_H
 #define RN_LAYERS_H
 
-#include "rn.h"
+#include "workloads/resnet18/rn.h"
 
 struct rn_pool;
 

@@ -7,10 +7,10 @@
  * can be compared with a plain one.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "gemm.h"
-#include "pool.h"
-#include "resnet18.h"
-#include "selftest.h"
+#include "workloads/resnet18/gemm.h"
+#include "workloads/resnet18/pool.h"
+#include "workloads/resnet18/resnet18.h"
+#include "workloads/resnet18/selftest.h"
 
 #include <dlfcn.h>
 #include <errno.h>

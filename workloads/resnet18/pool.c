@@ -1,7 +1,7 @@
 #define _GNU_SOURCE
-#include "pool.h"
+#include "workloads/resnet18/pool.h"
 
-#include "rn.h"
+#include "workloads/resnet18/rn.h"
 
 #include <errno.h>
 #include <pthread.h>

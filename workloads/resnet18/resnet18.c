@@ -1,6 +1,6 @@
-#include "resnet18.h"
+#include "workloads/resnet18/resnet18.h"
 
-#include "pool.h"
+#include "workloads/resnet18/pool.h"
 
 #include <stdlib.h>
 

@@ -13,8 +13,8 @@
 #ifndef RN_RESNET18_H
 #define RN_RESNET18_H
 
-#include "conv.h"
-#include "layers.h"
+#include "workloads/resnet18/conv.h"
+#include "workloads/resnet18/layers.h"
 
 #include <stdint.h>
 

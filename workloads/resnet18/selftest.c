@@ -1,10 +1,10 @@
-#include "selftest.h"
+#include "workloads/resnet18/selftest.h"
 
-#include "conv.h"
-#include "gemm.h"
-#include "layers.h"
-#include "pool.h"
-#include "resnet18.h"
+#include "workloads/resnet18/conv.h"
+#include "workloads/resnet18/gemm.h"
+#include "workloads/resnet18/layers.h"
+#include "workloads/resnet18/pool.h"
+#include "workloads/resnet18/resnet18.h"
 
 #include <float.h>
 #include <math.h>
