@@ -15,9 +15,9 @@
 # (bench/pysplit-tv.awk, as tests/python/split-test.sh computes it; the
 # test's bound is 2).
 #
-# Cost: the driver bench/python_cost.py recurses to DEPTH Python frames
-# (default 30) and spins in Python at the bottom, timing itself with its
-# thread's CPU clock; bench/handler_cost.c does the same with DEPTH native
+# Cost: the driver bench/python_cost.py calls down a chain of distinct
+# Python functions to DEPTH Python frames (default 30) and spins in Python
+# at the bottom, timing itself with its thread's CPU clock; bench/handler_cost.c does the same with DEPTH native
 # frames (as bench/handler-cost.sh runs it). Each runs with and without
 # LD_PRELOAD=libstackprof.so at -F HZ (default 1000), in alternating order,
 # REPS times; the Python driver also runs with STACKPROF_PYTHON=0 (the

@@ -2,11 +2,12 @@
 Python work done at the bottom of a stack of known Python depth, timed with
 the thread's own CPU clock. The Python counterpart of bench/handler_cost.c.
 
-usage: python3 python_cost.py DEPTH ITERS
+usage: python3 python_cost.py DEPTH ITERS [same]
 
-Recurses through one Python function until DEPTH Python frames are on the
-stack (the module's body, main, DEPTH - 3 recurse and spin), running ITERS
-iterations of a floating-point loop in Python at the bottom, and prints
+Calls down a chain of distinct Python functions (or, with "same", recurses
+through one) until DEPTH Python frames are on the stack (the module's body,
+main, DEPTH - 3 chain functions and spin), runs ITERS iterations of a
+floating-point loop in Python at the bottom, and prints
 
   depth D iters N thread_cpu_ns T process_cpu_ns P
 
@@ -40,9 +41,20 @@ def recurse(depth, n):
     return recurse(depth - 1, n) + 1.0
 
 
+def chain(count):
+    """count distinct functions, c1 calling spin and each ck calling
+    c(k-1): a stack of different code objects, as a real program's is."""
+    src = ["def c1(n):\n    return spin(n)\n"]
+    for k in range(2, count + 1):
+        src.append("def c%d(n):\n    return c%d(n) + 1.0\n" % (k, k - 1))
+    ns = {"spin": spin}
+    exec(compile("".join(src), "python_cost_chain.py", "exec"), ns)
+    return ns["c%d" % count]
+
+
 def main():
-    if len(sys.argv) != 3:
-        sys.stderr.write("usage: python_cost.py DEPTH ITERS\n")
+    if len(sys.argv) not in (3, 4) or sys.argv[3:] not in ([], ["same"]):
+        sys.stderr.write("usage: python_cost.py DEPTH ITERS [same]\n")
         return 2
     depth, iters = int(sys.argv[1]), int(sys.argv[2])
     if not 4 <= depth <= 500 or iters < 1:
@@ -52,8 +64,11 @@ def main():
     if lim > 0:
         signal.alarm(lim)
     t0, p0 = time.thread_time_ns(), time.process_time_ns()
-    # <module>, main and spin are three frames: recurse makes the others
-    recurse(depth - 3, iters)
+    # <module>, main and spin are three frames: the chain (or recurse) makes the others
+    if sys.argv[3:] == ["same"]:
+        recurse(depth - 3, iters)
+    else:
+        chain(depth - 3)(iters)
     t1, p1 = time.thread_time_ns(), time.process_time_ns()
     print("depth %d iters %d thread_cpu_ns %d process_cpu_ns %d" % (depth, iters, t1 - t0, p1 - p0))
     return 0
