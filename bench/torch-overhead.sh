@@ -65,8 +65,10 @@ run() {
 	mkdir -p "$d"
 	case $row in
 	on | off)
+		local pyon=1
+		[ "$row" = off ] && pyon=0
 		pre=(env LD_PRELOAD="$LIB" STACKPROF_OUT="$d/s.prof" STACKPROF_FREQ="$hz" STACKPROF_QUIET=1
-			STACKPROF_PYTHON=$([ "$row" = on ] && echo 1 || echo 0))
+			STACKPROF_PYTHON="$pyon")
 		;;
 	esac
 	"$T/cputime" "$d/rusage" "${pre[@]}" "$PY" "$WL" --batch "$batch" --iters "$iters" --threads "$threads" \
