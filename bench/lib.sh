@@ -94,3 +94,12 @@ stackprof_field() {
 		/^timer:/ { t = $2; sub(/,$/, "", t) }
 		END { print (s == "" ? "-" : s), (b == "" ? "-" : b), (t == "" ? "-" : t) }'
 }
+
+# bench_python VERSION: pyenv's newest CPython VERSION (3.10 ...), its
+# python3's path, or nothing when it is not installed (as tests/e2e/lib.sh's
+# pick_python finds it, without skipping).
+bench_python() {
+	local root
+	root=$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")
+	ls -d "$root"/versions/"$1".*/bin/python3 2>/dev/null | sort -V | tail -1
+}

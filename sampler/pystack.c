@@ -65,12 +65,13 @@ void sp_pystack_forget(uintptr_t addr)
 
 /*
  * Layout, each array max_depth long: the native PCs and their stack
- * pointers (the unwinder writes them), the Python frames' words, the
- * segment (eval call) of each, and each segment's marker address.
+ * pointers (the unwinder writes them), the Python frames' words, each
+ * segment's marker address, each frame's instruction as the walk found it
+ * (until its code is read), and the segment (eval call) of each frame.
  */
 size_t sp_pystack_scratch_size(void)
 {
-	return (size_t)sp_g.cfg.max_depth * (4 * sizeof(uint64_t) + sizeof(uint32_t));
+	return (size_t)sp_g.cfg.max_depth * (5 * sizeof(uint64_t) + sizeof(uint32_t));
 }
 
 uint64_t *sp_pystack_pcs(struct sp_thread *t)
@@ -281,35 +282,48 @@ SP_SIGSAFE static uint32_t sp_code_id(struct sp_thread *t, uintptr_t code, const
 /* ---- walking the frames ------------------------------------------------- */
 
 struct sp_walk_out {
-	uint64_t *words; /* the Python frames, innermost first */
+	uint64_t *words; /* the Python frames, innermost first: their code
+			  * objects' addresses until sp_name_frames makes
+			  * them frame words */
+	uint64_t *instr; /* each frame's instruction as read (SP_INSTR_*) */
 	uint32_t *seg;	 /* the eval call (segment) of each */
 	uint64_t *marks; /* per segment: its marker address, 0 if not known */
 	size_t n, nseg, max;
 };
 
+/* instr[] words: 3.10's lasti (int) or 3.11+'s instruction pointer, and
+ * whether the frame is a generator's (never "not started"); UNREAD when
+ * the frame itself could not be read. */
+#define SP_INSTR_GENERATOR (1ull << 63)
+#define SP_INSTR_UNREAD	   (1ull << 62)
+
 /*
- * Reads code object code and appends its frame to out, in the current
- * segment: its instruction (3.10: lasti, in code units; after: instr_ptr,
- * an address in the code) or SP_PYFRAME_NO_INSTR. A frame that has not
- * started yet is left out, as CPython leaves it out of tracebacks; a
+ * Frame i's word, from its code object (read now) and the instruction the
+ * walk saw (3.10: lasti, in code units; after: instr_ptr, an address in
+ * the code) or SP_PYFRAME_NO_INSTR. false for a frame that has not
+ * started yet: CPython leaves it out of tracebacks, and so does this; a
  * generator's is never "not started".
  */
-SP_SIGSAFE static void sp_add_frame(struct sp_thread *t, struct sp_walk_out *o, uintptr_t code,
-				    uintptr_t instr_ptr, int32_t lasti, bool generator)
+SP_SIGSAFE static bool sp_name_frame(struct sp_thread *t, uintptr_t code, uint64_t iw,
+				     uint64_t *word)
 {
 	const struct sp_pylayout *L = &sp_py.L;
 	uint8_t hdr[SP_CODE_HDR];
 	uint32_t id = 0, instr = SP_PYFRAME_NO_INSTR;
-	if (sp_rd(hdr, code, SP_CODE_HDR) && sp_word(hdr, L->ob_type) == sp_py.code_type) {
+	if (!(iw & SP_INSTR_UNREAD) && sp_rd(hdr, code, SP_CODE_HDR) &&
+	    sp_word(hdr, L->ob_type) == sp_py.code_type) {
 		if (L->kind == SP_PYFRAMES_310) {
+			int32_t lasti = (int32_t)(uint32_t)iw;
 			if (lasti >= 0)
 				instr = (uint32_t)lasti;
 		} else {
+			uintptr_t instr_ptr =
+			    (uintptr_t)(iw & ~(SP_INSTR_GENERATOR | SP_INSTR_UNREAD));
 			uintptr_t first = code + L->co_code_adaptive;
 			int64_t units = (int64_t)(instr_ptr - first) / 2;
 			int64_t nunits = (int64_t)sp_word(hdr, L->co_nunits);
-			if (!generator && units < sp_i32(hdr, L->co_firsttraceable))
-				return;
+			if (!(iw & SP_INSTR_GENERATOR) && units < sp_i32(hdr, L->co_firsttraceable))
+				return false;
 			if (instr_ptr >= first && units < nunits)
 				instr = (uint32_t)units;
 		}
@@ -317,7 +331,49 @@ SP_SIGSAFE static void sp_add_frame(struct sp_thread *t, struct sp_walk_out *o, 
 	}
 	if (!id)
 		atomic_fetch_add_explicit(&t->py_unreadable, 1, memory_order_relaxed);
-	o->words[o->n] = sp_pyframe_word(id, instr);
+	*word = sp_pyframe_word(id, instr);
+	return true;
+}
+
+/*
+ * Names the frames the walk found, in place: each code object's address
+ * becomes its frame word, and frames not started yet leave the list.
+ * Their code objects and code-table slots were prefetched as the walk met
+ * them, so that the cache misses of a cold sample (a program whose working
+ * set evicts ours between samples, as torch's does) overlap instead of
+ * coming one after another.
+ */
+SP_SIGSAFE static void sp_name_frames(struct sp_thread *t, struct sp_walk_out *o)
+{
+	size_t j = 0;
+	for (size_t i = 0; i < o->n; i++) {
+		uint64_t w;
+		if (!sp_name_frame(t, (uintptr_t)o->words[i], o->instr[i], &w))
+			continue;
+		o->words[j] = w;
+		o->seg[j] = o->seg[i];
+		j++;
+	}
+	o->n = j;
+}
+
+/* The lines of code object code (and its code-table slot) that
+ * sp_name_frame reads. A prefetch never faults, whatever the address. */
+SP_SIGSAFE static void sp_prefetch_code(uintptr_t code)
+{
+	if (code < 4096)
+		return;
+	for (uint32_t off = 0; off < SP_CODE_HDR; off += 64)
+		__builtin_prefetch((const void *)(code + off), 0, 3);
+	__builtin_prefetch(&sp_codes[sp_code_hash(code)], 0, 3);
+}
+
+/* Appends a frame (its code, its instruction word) to the current segment. */
+SP_SIGSAFE static void sp_add_frame(struct sp_walk_out *o, uintptr_t code, uint64_t iw)
+{
+	sp_prefetch_code(code);
+	o->words[o->n] = code;
+	o->instr[o->n] = iw;
 	o->seg[o->n] = (uint32_t)o->nseg;
 	o->n++;
 }
@@ -356,23 +412,25 @@ SP_SIGSAFE static void sp_walk(struct sp_thread *t, uintptr_t ts, struct sp_walk
 		fsize = L->fr_is_entry + 1;
 	for (int steps = 0; frame && o->n < o->max && o->nseg < o->max && steps < 4096; steps++) {
 		if (!sp_rd(fb, frame, fsize)) {
-			/* a frame that can't be read ends the walk, and says so */
-			o->words[o->n] = sp_pyframe_word(0, SP_PYFRAME_NO_INSTR);
-			o->seg[o->n++] = (uint32_t)o->nseg;
-			atomic_fetch_add_explicit(&t->py_unreadable, 1, memory_order_relaxed);
+			/* a frame that can't be read ends the walk, and says so
+			 * (sp_name_frames makes it an unknown frame) */
+			sp_add_frame(o, 0, SP_INSTR_UNREAD);
 			break;
 		}
 		uintptr_t code = sp_word(fb, L->fr_code);
 		uintptr_t prev = sp_word(fb, L->fr_previous);
 		if (L->kind == SP_PYFRAMES_310) {
-			sp_add_frame(t, o, code, 0, sp_i32(fb, L->fr_instr), false);
+			sp_add_frame(o, code, (uint32_t)sp_i32(fb, L->fr_instr));
 			sp_end_segment(o, 0); /* placed by the eval call's code address */
 		} else if (L->kind >= SP_PYFRAMES_312 && fb[L->fr_owner] == SP_PY_OWNED_BY_CSTACK) {
 			/* the shim that starts an eval call: a local of its C frame */
 			sp_end_segment(o, frame);
 		} else {
-			sp_add_frame(t, o, code, sp_word(fb, L->fr_instr), 0,
-				     fb[L->fr_owner] == SP_PY_OWNED_BY_GENERATOR);
+			uint64_t iw =
+			    sp_word(fb, L->fr_instr) & ~(SP_INSTR_GENERATOR | SP_INSTR_UNREAD);
+			if (fb[L->fr_owner] == SP_PY_OWNED_BY_GENERATOR)
+				iw |= SP_INSTR_GENERATOR;
+			sp_add_frame(o, code, iw);
 			if (L->kind == SP_PYFRAMES_311 && fb[L->fr_is_entry]) {
 				/* the first frame this eval call ran */
 				sp_end_segment(o, cf == root_cf ? 0 : cf);
@@ -385,6 +443,7 @@ SP_SIGSAFE static void sp_walk(struct sp_thread *t, uintptr_t ts, struct sp_walk
 	/* frames after the last boundary: placed where nothing is known */
 	if (o->n && (!o->nseg || o->seg[o->n - 1] >= o->nseg))
 		sp_end_segment(o, 0);
+	sp_name_frames(t, o);
 }
 
 /* ---- merging ------------------------------------------------------------ */
@@ -404,7 +463,8 @@ SP_SIGSAFE static struct sp_walk_out sp_scratch(struct sp_thread *t)
 	size_t m = sp_g.cfg.max_depth;
 	struct sp_walk_out o = {.words = base + 2 * m,
 				.marks = base + 3 * m,
-				.seg = (uint32_t *)(base + 4 * m),
+				.instr = base + 4 * m,
+				.seg = (uint32_t *)(base + 5 * m),
 				.max = m};
 	return o;
 }

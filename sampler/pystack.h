@@ -14,6 +14,11 @@
  * 3.12/3.13: its shim frame, both locals of that native frame) or, on
  * 3.10, one frame per native frame of _PyEval_EvalFrameDefault.
  *
+ * The walk collects each frame's code object address and instruction,
+ * prefetching the code object's header and its code-table slot, and the
+ * frames are named after it: in a sample whose data the program evicted,
+ * those cache misses overlap instead of coming one after another.
+ *
  * A code object is named once: the first sample that meets it copies its
  * qualname, filename, first line and line table into a PYCODE entry of the
  * thread's ring, and a lock-free table maps its address to that id until

@@ -28,26 +28,7 @@ check "info says Python frames were read" has s.info '/^python:/' '/frames read/
 "$SP" collapse --metric samples s.prof >s.lines
 
 # a sample belongs to the function Meter.run called (split.py's "callee" lines)
-awk 'FNR == NR {
-	if ($1 == "truth" && $2 == "func") { truth[$3] = $4; order[++k] = $3 }
-	if ($1 == "callee") map[$2] = $3
-	next
-}
-{
-	v = $NF; sub(/ [0-9]+$/, ""); n = split($0, f, ";")
-	for (i = 1; i < n; i++)
-		if ((f[i] == "Meter.run" || f[i] == "run") && (f[i + 1] in map)) {
-			got[map[f[i + 1]]] += v; tot += v; break
-		}
-}
-END {
-	for (i = 1; i <= k; i++) {
-		p = tot ? got[order[i]] / tot : 0; d = p - truth[order[i]]
-		tv += d < 0 ? -d : d
-		printf "  %-12s truth %5.1f%%  profile %5.1f%%\n", order[i], 100 * truth[order[i]], 100 * p
-	}
-	printf "TV %.2f\n", 50 * tv
-}' s.truth s.us >s.shares
+awk -f "$SP_SOURCE_DIR/bench/pysplit-tv.awk" s.truth s.us >s.shares
 cat s.shares
 tv=$(awk '$1 == "TV" { print $2 }' s.shares)
 check "each function within 2 points of total variation of the truth (TV $tv)" \
