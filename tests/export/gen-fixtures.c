@@ -117,7 +117,9 @@ static void samples(struct gen *g, int slot, int32_t tid, uint32_t stack, uint32
 	}
 }
 
-static struct sp_prof_writer *start(const char *path, int *fd, int pid)
+/* Creates path, a writer on it (its fd in *fd) and the header h. */
+static struct sp_prof_writer *open_fixture(const char *path, int *fd,
+					   const struct sp_prof_header *h)
 {
 	*fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (*fd < 0) {
@@ -127,6 +129,12 @@ static struct sp_prof_writer *start(const char *path, int *fd, int pid)
 	struct sp_prof_writer *w = sp_prof_writer_new(*fd);
 	if (!w)
 		exit(1);
+	check(sp_prof_writer_header(w, h), "header");
+	return w;
+}
+
+static struct sp_prof_writer *start(const char *path, int *fd, int pid)
+{
 	struct sp_prof_header h = {
 	    .version = SP_PROFILE_VERSION,
 	    .pid = pid,
@@ -140,7 +148,7 @@ static struct sp_prof_writer *start(const char *path, int *fd, int pid)
 	    .exe = (char *)"/nonexistent/fixture",
 	    .hostname = (char *)"fixture-host",
 	};
-	check(sp_prof_writer_header(w, &h), "header");
+	struct sp_prof_writer *w = open_fixture(path, fd, &h);
 	struct sp_prof_module m = {
 	    .id = 1,
 	    .flags = SP_MOD_DLOPEN,
@@ -413,15 +421,8 @@ enum trange {
  */
 static void write_torch(const char *path, int v)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0) {
-		fprintf(stderr, "gen-fixtures: %s: %s\n", path, strerror(errno));
-		exit(1);
-	}
+	int fd;
 	struct gen g = {.clock = {0}};
-	g.w = sp_prof_writer_new(fd);
-	if (!g.w)
-		exit(1);
 	struct sp_prof_header h = {
 	    .version = SP_PROFILE_VERSION,
 	    .pid = v ? 5252 : 5251,
@@ -435,7 +436,7 @@ static void write_torch(const char *path, int v)
 	    .exe = (char *)"/nonexistent/python3",
 	    .hostname = (char *)"fixture-host",
 	};
-	check(sp_prof_writer_header(g.w, &h), "header");
+	g.w = open_fixture(path, &fd, &h);
 	struct sp_prof_module m = {
 	    .id = 1,
 	    .start = TORCH_LO,
@@ -665,15 +666,8 @@ static uint32_t py_stack(struct gen *g, int n, const unsigned *root_first)
  */
 static void write_python(const char *path, int v)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0) {
-		fprintf(stderr, "gen-fixtures: %s: %s\n", path, strerror(errno));
-		exit(1);
-	}
+	int fd;
 	struct gen g = {.clock = {0}};
-	g.w = sp_prof_writer_new(fd);
-	if (!g.w)
-		exit(1);
 	struct sp_prof_header h = {
 	    .version = SP_PROFILE_VERSION,
 	    .pid = v ? 6262 : 6261,
@@ -687,7 +681,7 @@ static void write_python(const char *path, int v)
 	    .exe = (char *)"/nonexistent/python3.11",
 	    .hostname = (char *)"fixture-host",
 	};
-	check(sp_prof_writer_header(g.w, &h), "header");
+	g.w = open_fixture(path, &fd, &h);
 	struct sp_prof_module m = {
 	    .id = 1,
 	    .flags = SP_MOD_DLOPEN,
