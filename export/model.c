@@ -663,9 +663,9 @@ static void sp_fold_plumbing(struct sp_builder *b)
 			in_python = true;
 		else if (in_python && f->kind < SP_MFRAME_RANGE && f->module &&
 			 !strcmp(f->module, b->interp)) {
-			if (i > last_py && sp_is_builtin_module(f->file))
-				in_builtin = true;
-			if (!in_builtin && !sp_is_builtin_module(f->file))
+			bool builtin = sp_is_builtin_module(f->file);
+			in_builtin |= builtin && i > last_py;
+			if (!in_builtin && !builtin)
 				continue;
 		}
 		b->cur.v[out] = b->cur.v[i];

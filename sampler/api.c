@@ -292,10 +292,8 @@ static int sp_range_push_at(struct sp_thread *t, const char *name, unsigned flag
 
 SP_EXPORT int stackprof_range_push(const char *name)
 {
-	struct sp_thread *t = sp_self;
-	if (!t || !name)
-		return -1;
-	return sp_range_push_at(t, name, 0, sp_native_anchor());
+	/* the anchor walk skips this library's frames, this one included */
+	return stackprof_range_push_flags(name, 0);
 }
 
 SP_EXPORT int stackprof_range_push_flags(const char *name, unsigned flags)

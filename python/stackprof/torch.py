@@ -23,7 +23,7 @@ registrations works.
 import sys
 import threading
 
-from . import _RANGE_MODULE, _lib, _pop, _pop_to, _push_python, _py_depth
+from . import _RANGE_MODULE, _lib, _pop_to, _push_python, _py_depth
 
 __all__ = ["label_modules"]
 
@@ -88,9 +88,7 @@ def _post_hook(module, args, output):
             depth = stack[i][1]
             del stack[i:]
             if depth >= 0:
-                d = _pop()
-                while d > depth:
-                    d = _pop()
+                _pop_to(depth)
             return
     # no entry: the call began before the hooks were registered
 
