@@ -2,7 +2,9 @@
  * test-format.c - the raw profile: round trip of every record type, windows
  * made from marks, a cut
  * at every byte (never a crash; records up to the last flush kept), bit
- * flips (caught, never a crash), junk and empty files.
+ * flips (caught, never a crash), junk and empty files, and the writer's
+ * batching: many small records and one larger than its buffer, in order,
+ * and everything before a flush readable from the file at that moment.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -174,6 +176,82 @@ static bool same_samples(const struct sp_profile *a, const struct sp_profile *b)
 	return true;
 }
 
+/*
+ * The writer keeps records back and gives them to zlib together: what a
+ * flush promises must still hold (every record before it is in the file
+ * when it returns), and order and content must survive records larger
+ * than the batch.
+ */
+static void test_batching(const char *path, const char *copy)
+{
+	enum { N1 = 20000, N2 = 7000, TABLE = 200000 };
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	struct sp_prof_writer *w = sp_prof_writer_new(fd);
+	struct sp_prof_header h = {
+	    .version = SP_PROFILE_VERSION, .timer = "t", .cmdline = "", .exe = "", .hostname = ""};
+	CHECK(sp_prof_writer_header(w, &h) == 0);
+	uint64_t pcs[2] = {0x401000, 0x400100};
+	struct sp_prof_stack st = {.id = 1, .depth = 2, .pcs = pcs};
+	CHECK(sp_prof_writer_stack(w, &st) == 0);
+	uint8_t *table = malloc(TABLE);
+	for (size_t i = 0; i < TABLE; i++)
+		table[i] = (uint8_t)(i * 2654435761u >> 13);
+	for (uint32_t i = 0; i < N1; i++) {
+		struct sp_prof_sample x = {
+		    .tid = 7, .stack = 1, .time_ns = i, .weight_ns = 1000u + i * 37u};
+		CHECK(sp_prof_writer_sample(w, &x) == 0);
+		if (i == N1 / 2) {
+			struct sp_prof_pycode c = {.id = 9,
+						   .minor = 11,
+						   .firstlineno = 3,
+						   .name = "f",
+						   .qualname = "C.f",
+						   .filename = "big.py",
+						   .linetable = table,
+						   .linetable_len = TABLE};
+			CHECK(sp_prof_writer_pycode(w, &c) == 0);
+		}
+	}
+	CHECK(sp_prof_writer_flush(w) == 0);
+	/* the file as a crash right after the flush would leave it */
+	size_t n;
+	unsigned char *data = read_file(path, &n);
+	write_file(copy, data, n);
+	free(data);
+	for (uint32_t i = 0; i < N2; i++) {
+		struct sp_prof_sample x = {.tid = 7, .stack = 1, .time_ns = N1 + i, .weight_ns = 5};
+		CHECK(sp_prof_writer_sample(w, &x) == 0);
+	}
+	CHECK(sp_prof_writer_close(w) == 0);
+	close(fd);
+
+	char err[256];
+	struct sp_profile *q = sp_profile_read(copy, err, sizeof(err));
+	CHECK(q != NULL);
+	if (q) {
+		CHECK(q->status == SP_READ_TRUNCATED);
+		CHECK(q->n_samples == N1 && q->n_pycodes == 1);
+		sp_profile_free(q);
+	}
+	struct sp_profile *p = sp_profile_read(path, err, sizeof(err));
+	CHECK(p != NULL);
+	if (!p) {
+		free(table);
+		return;
+	}
+	CHECK(p->status == SP_READ_OK && p->n_samples == N1 + N2);
+	bool ordered = p->n_samples == N1 + N2;
+	for (size_t i = 0; ordered && i < p->n_samples; i++)
+		ordered = p->samples[i].time_ns == i &&
+			  p->samples[i].weight_ns == (i < N1 ? 1000u + i * 37u : 5u);
+	CHECK(ordered);
+	CHECK(p->n_pycodes == 1 && p->pycodes[0].linetable_len == TABLE &&
+	      !memcmp(p->pycodes[0].linetable, table, TABLE) &&
+	      !strcmp(p->pycodes[0].qualname, "C.f"));
+	sp_profile_free(p);
+	free(table);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -261,6 +339,7 @@ int main(void)
 	CHECK(sp_profile_read(dir, err, sizeof(err)) == NULL);
 
 	test_windows(cut);
+	test_batching(path, cut);
 
 	free(data);
 	unlink(path);
