@@ -32,8 +32,11 @@ int sp_pystack_init(void)
 {
 	if (sp_codes)
 		return 0;
+	/* resident from the start, like the unwinder's rule cache (rulecache.c):
+	 * a probe then an insert on a fresh page is a copy-on-write fault and
+	 * a TLB flush of every CPU, inside the handler */
 	void *p = mmap(NULL, SP_CODES * sizeof(*sp_codes), PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (p == MAP_FAILED)
 		return -errno;
 	sp_codes = p;
