@@ -11,10 +11,15 @@
 # included, as `bench/overhead.sh --process` measures resnet18. Rows:
 #   python on    STACKPROF_FREQ=HZ, Python frames read (the default)
 #   python off   the same with STACKPROF_PYTHON=0: native stacks only
+#   timer alone  bench/empty_timer.c: the timer kind the default picks here
+#                (a probe run reads it from the profile), at HZ on every
+#                thread, with an empty handler. No sampler using that timer
+#                can cost less; on a VM its interrupts are most of the cost
 # Each pair runs the unprofiled command and one row back to back, in an
 # order that alternates from pair to pair; a row's ratio is the median over
 # PAIRS of with / without, shown with the interquartile range and the
-# extremes. "python's share" is the on row's ratio minus the off row's.
+# extremes. "python's share" is the on row's ratio minus the off row's,
+# "over the timer" the on row's minus the timer-alone row's.
 #
 # usage: bench/torch-overhead.sh [BUILD_DIR] [-p PAIRS] [-F HZ] [-b BATCH]
 #                                [-i ITERS] [-t THREADS] [--quick]
@@ -25,7 +30,7 @@
 #   -t THREADS  --threads (default 1: torch's pool does not spin, so the CPU
 #               time moves less with the neighbours' load)
 #   --quick     -p 4 -i 8
-# Runtime with the defaults: about 5 minutes. Skips (exit 77) without
+# Runtime with the defaults: about 8 minutes. Skips (exit 77) without
 # /usr/bin/python3 with torch and torchvision.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -58,6 +63,18 @@ WL=$(cd "$here/.." && pwd)/workloads/torch/resnet18_infer.py
 bench_tmpdir
 T=$BENCH_TMP
 cc -O2 -o "$T/cputime" "$here/cputime.c" || exit 1
+cc -O2 -shared -fPIC -o "$T/empty_timer.so" "$here/empty_timer.c" || exit 1
+
+# the timer the default picks for this interpreter here, as empty_timer.c names it
+LD_PRELOAD="$LIB" STACKPROF_OUT="$T/probe.prof" STACKPROF_QUIET=1 "$PY" -c pass >/dev/null 2>&1
+case $("$SP" info --no-symbols "$T/probe.prof" 2>/dev/null | awk '/^timer:/ { sub(/,$/, "", $2); print $2 }') in
+posix-cputimer) kind=posix ;;
+perf-sigtrap) kind="trap" ;;
+perf-task-clock) kind=perf ;;
+*) kind=- ;;
+esac
+rows="on off"
+[ "$kind" != - ] && rows="on off alone"
 
 # run ROW TAG: one run; prints "cpu_s wall_s samples python-status-word"
 run() {
@@ -70,6 +87,7 @@ run() {
 		pre=(env LD_PRELOAD="$LIB" STACKPROF_OUT="$d/s.prof" STACKPROF_FREQ="$hz" STACKPROF_QUIET=1
 			STACKPROF_PYTHON="$pyon")
 		;;
+	alone) pre=(env LD_PRELOAD="$T/empty_timer.so" EMPTY_HZ="$hz" EMPTY_KIND="$kind" EMPTY_THREADS=all) ;;
 	esac
 	"$T/cputime" "$d/rusage" "${pre[@]}" "$PY" "$WL" --batch "$batch" --iters "$iters" --threads "$threads" \
 		>"$d/out" 2>"$d/err"
@@ -87,10 +105,10 @@ run() {
 
 raw=$T/raw.txt
 : >"$raw"
-echo "torch-overhead: resnet18_infer.py --batch $batch --iters $iters --threads $threads, $hz Hz, $pairs pairs a row" >&2
+echo "torch-overhead: resnet18_infer.py --batch $batch --iters $iters --threads $threads, $hz Hz, $pairs pairs a row, rows: $rows (timer: $kind)" >&2
 for ((p = 1; p <= pairs; p++)); do
-	for row in on off; do
-		# base first in odd pairs for "on", in even ones for "off"
+	for row in $rows; do
+		# base first in odd pairs for "on" and "alone", in even ones for "off"
 		k=$p
 		[ "$row" = off ] && k=$((p + 1))
 		if ((k % 2)); then
@@ -113,19 +131,28 @@ echo "resnet18_infer.py --batch $batch --iters $iters --threads $threads"
 echo
 printf '%-12s %8s %8s %8s %15s %17s %8s %8s\n' "row" "CPU s" "CPU s" "CPU" "(IQR)" "(min-max)" "wall" "samples"
 printf '%-12s %8s %8s %8s %15s %17s %8s %8s\n' "" "without" "with" "ratio" "" "" "ratio" "per run"
-for row in on off; do
+for row in $rows; do
+	label="python $row"
+	[ "$row" = alone ] && label="timer alone"
 	sel() { awk -v r="$row" "\$1 == r { print $1 }" "$raw"; }
 	rs=$(sel '($3 > 0 && $4 ~ /^[0-9]/) ? $4 / $3 : "-"')
-	printf '%-12s %8s %8s %8s %15s %17s %8s %8s\n' "python $row" "$(fmt %.3f "$(median $(sel '$3'))")" \
+	printf '%-12s %8s %8s %8s %15s %17s %8s %8s\n' "$label" "$(fmt %.3f "$(median $(sel '$3'))")" \
 		"$(fmt %.3f "$(median $(sel '$4'))")" "$(fmt %.4f "$(median $rs)")" "$(iqr $rs)" \
 		"($(printf '%s\n' $rs | grep -v '^-$' | sort -g | head -1 | xargs printf '%.4f')-$(printf '%s\n' $rs | grep -v '^-$' | sort -g | tail -1 | xargs printf '%.4f'))" \
 		"$(fmt %.3f "$(median $(sel '($5 > 0 && $6 ~ /^[0-9]/) ? $6 / $5 : "-"'))")" "$(fmt %.0f "$(median $(sel '$7'))")"
 done
 on=$(median $(awk '$1 == "on" && $3 > 0 && $4 ~ /^[0-9]/ { print $4 / $3 }' "$raw"))
 off=$(median $(awk '$1 == "off" && $3 > 0 && $4 ~ /^[0-9]/ { print $4 / $3 }' "$raw"))
+alone=-
+if [ "$kind" != - ]; then
+	alone=$(median $(awk '$1 == "alone" && $3 > 0 && $4 ~ /^[0-9]/ { print $4 / $3 }' "$raw"))
+fi
 echo
 echo "python's share: $(awk -v a="$on" -v b="$off" 'BEGIN { if (a == "-" || b == "-") print "-"; else printf "%+.2f points", 100 * (a - b) }')" \
 	"(the on row's ratio minus the off row's)"
+echo "over the timer: $(awk -v a="$on" -v b="$alone" 'BEGIN { if (a == "-" || b == "-") print "-"; else printf "%+.2f points", 100 * (a - b) }')" \
+	"(the on row's ratio minus the timer-alone row's: what stackprof adds to its timer)"
+echo "timer alone: bench/empty_timer.c, EMPTY_KIND=$kind EMPTY_HZ=$hz EMPTY_THREADS=all, an empty handler"
 echo "python: Python frames $(awk '$1 == "on" { print $8 }' "$raw" | sort | uniq -c | sort -rn | awk 'NR == 1 { print $2 }')" \
 	"in the on rows, $(awk '$1 == "off" { print $8 }' "$raw" | sort | uniq -c | sort -rn | awk 'NR == 1 { print $2 }') in the off rows (from stackprof info)"
 echo "CPU: user + system time of the whole process (wait4's rusage); ratio: median over pairs of with / without"
