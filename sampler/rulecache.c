@@ -13,7 +13,9 @@
  * flushes the TLB of every CPU running the program, an IPI that stops the
  * program's other threads too. On resnet18 at 1 kHz those faults were 40%
  * of the handler's time in a 1 s run. MAP_POPULATE pays for the 256 pages
- * once, before the first timer is armed.
+ * before the first timer is armed. A fork makes them copy-on-write in both
+ * processes again: each page's next insert copies it, once, as any write
+ * after a fork does. Every process pays the 1 MiB up front, used or not.
  */
 #define SP_RC_BITS  16
 #define SP_RC_SLOTS (1u << SP_RC_BITS)
