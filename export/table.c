@@ -95,7 +95,7 @@ static struct sp_row *sp_row_get(struct sp_table *t, const char *name, const uin
 	return r;
 }
 
-static int sp_table_fill(struct sp_table *t, unsigned stack_n)
+static int sp_table_fill(struct sp_table *t, unsigned stack_n, bool python_callers)
 {
 	const struct sp_model *m = t->m;
 	uint32_t ids[256];
@@ -108,10 +108,19 @@ static int sp_table_fill(struct sp_table *t, unsigned stack_n)
 		for (uint32_t p = s->n; p-- > 0;) {
 			const struct sp_mframe *f = &m->frames[s->frames[p]];
 			uint32_t n = 0;
-			/* the function's own frame, then its callers toward the root */
-			while (n < stack_n && n <= p) {
-				ids[n] = s->frames[p - n];
-				n++;
+			if (python_callers) {
+				if (f->kind == SP_MFRAME_PYTHON)
+					continue;
+				/* the Python lines that called it, innermost first */
+				for (uint32_t q = p; q-- > 0 && n < stack_n;)
+					if (m->frames[s->frames[q]].kind == SP_MFRAME_PYTHON)
+						ids[n++] = s->frames[q];
+			} else {
+				/* the function's own frame, then its callers toward the root */
+				while (n < stack_n && n <= p) {
+					ids[n] = s->frames[p - n];
+					n++;
+				}
 			}
 			struct sp_row *r = sp_row_get(t, f->func, ids, n);
 			if (!r)
@@ -296,7 +305,7 @@ int sp_table_write(const struct sp_model *m, const struct sp_table_opts *o, FILE
 		err = 0;
 		goto out;
 	}
-	if (sp_table_fill(&t, o->stack_n))
+	if (sp_table_fill(&t, o->stack_n, o->python_callers))
 		goto out;
 	order = malloc(t.n_rows * sizeof(*order));
 	if (!order)

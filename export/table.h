@@ -42,6 +42,11 @@ struct sp_table_opts {
 	unsigned stack_n; /* group_by_stack_n; 0 groups by name only */
 	enum sp_table_sort sort;
 	size_t row_limit; /* 0 prints every row */
+	/* m is an operator view with its Python callers (view.h,
+	 * SP_VIEW_OP_PYTHON): Python frames get no rows, and an operator's
+	 * stack entries are the stack_n Python frames nearest outside it, as
+	 * torch.profiler's with_stack shows an operator's Python stack */
+	bool python_callers;
 };
 
 /* Parses a PyTorch sort key name ("self_cpu_time_total", "cpu_time_total",

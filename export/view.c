@@ -45,13 +45,16 @@ static bool sp_vframe_eq(const void *ctx, uint32_t idx)
 {
 	const struct sp_view *v = ctx;
 	const struct sp_mframe *x = &v->m.frames[idx], *y = v->probe_frame;
-	return x->kind == y->kind && sp_str_eq(x->func, y->func);
+	/* a Python frame is its line too */
+	return x->kind == y->kind && sp_str_eq(x->func, y->func) && sp_str_eq(x->file, y->file) &&
+	       x->line == y->line;
 }
 
 /* Interns f (its strings must outlive the view); the frame id, or -ENOMEM. */
 static int64_t sp_vframe(struct sp_view *v, const struct sp_mframe *f)
 {
 	uint64_t h = sp_hash_u64(sp_hash_str(SP_HASH_SEED, f->func), (uint32_t)f->kind);
+	h = sp_hash_u64(sp_hash_str(h, f->file ? f->file : ""), f->line);
 	v->probe_frame = f;
 	int64_t id = sp_htab_find(&v->frame_idx, h, sp_vframe_eq, v);
 	if (id >= 0)
@@ -138,8 +141,12 @@ struct sp_opclass {
 	bool redispatch;
 };
 
-/* Every source frame classified once; map[i] gets source stack i's view stack. */
-static int sp_view_ops(struct sp_view *v, uint32_t *map)
+/*
+ * Every source frame classified once; map[i] gets source stack i's view
+ * stack. With python set, the Python frames stay in it, around the
+ * operators they called.
+ */
+static int sp_view_ops(struct sp_view *v, uint32_t *map, bool python)
 {
 	const struct sp_model *src = v->src;
 	struct sp_opclass *cls = calloc(src->n_frames ? src->n_frames : 1, sizeof(*cls));
@@ -151,6 +158,13 @@ static int sp_view_ops(struct sp_view *v, uint32_t *map)
 	for (size_t i = 0; i < src->n_frames; i++) {
 		const struct sp_mframe *f = &src->frames[i];
 		cls[i].frame = SP_NONE;
+		if (python && f->kind == SP_MFRAME_PYTHON) {
+			int64_t id = sp_vframe(v, f);
+			if (id < 0)
+				goto out;
+			cls[i].frame = (uint32_t)id;
+			continue;
+		}
 		/* code only: a range or thread named like an operator is not one */
 		if (f->kind >= SP_MFRAME_RANGE || !sp_ops_parse(f->func, &op))
 			continue;
@@ -165,20 +179,29 @@ static int sp_view_ops(struct sp_view *v, uint32_t *map)
 		const struct sp_mstack *s = &src->stacks[i];
 		if ((err = sp_cur_start(v, s)))
 			goto out;
-		size_t start = v->cur_n;
+		size_t start = v->cur_n, inner = start; /* past the innermost operator */
 		const char *last = NULL;
 		for (uint32_t k = 0; k < s->n; k++) {
 			const struct sp_opclass *c = &cls[s->frames[k]];
 			if (c->frame == SP_NONE)
 				continue;
+			if (!c->struct_name) {
+				/* a Python frame (python set): context, not an operator */
+				if ((err = sp_cur_push(v, c->frame)))
+					goto out;
+				continue;
+			}
 			/* the backend's redispatch of the call just entered is that call */
 			if (c->redispatch && last && !strcmp(last, c->struct_name))
 				continue;
 			last = c->struct_name;
 			if ((err = sp_cur_push(v, c->frame)))
 				goto out;
+			inner = v->cur_n;
 		}
-		if (v->cur_n == start && (err = sp_cur_push(v, none)))
+		if (inner > start)
+			v->cur_n = inner; /* Python inside the innermost operator: its time */
+		else if ((err = sp_cur_push(v, none)))
 			goto out;
 		int64_t st = sp_vstack(v);
 		if (st < 0) {
@@ -305,21 +328,22 @@ struct sp_view *sp_view_new(const struct sp_model *m, enum sp_view_by by)
 	vm->total_samples = m->total_samples;
 	vm->outside_windows = m->outside_windows;
 	vm->samples = malloc((m->n_samples ? m->n_samples : 1) * sizeof(*vm->samples));
-	size_t n_map = by == SP_VIEW_OP ? m->n_stacks : m->n_samples;
+	bool ops = by == SP_VIEW_OP || by == SP_VIEW_OP_PYTHON;
+	size_t n_map = ops ? m->n_stacks : m->n_samples;
 	map = malloc((n_map ? n_map : 1) * sizeof(*map));
 	if (!vm->samples || !map)
 		goto out;
-	err = by == SP_VIEW_OP ? sp_view_ops(v, map) : sp_view_modules(v, map);
+	err = ops ? sp_view_ops(v, map, by == SP_VIEW_OP_PYTHON) : sp_view_modules(v, map);
 	if (err)
 		goto out;
 	for (size_t i = 0; i < m->n_samples; i++) {
 		const struct sp_msample *s = &m->samples[i];
-		uint32_t st = map[by == SP_VIEW_OP ? s->stack : i];
+		uint32_t st = map[ops ? s->stack : i];
 		vm->samples[i] = *s;
 		vm->samples[i].stack = st;
 	}
 	vm->n_samples = m->n_samples;
-	if (by == SP_VIEW_OP) {
+	if (ops) {
 		/* a model stack's weight is its samples', so stacks can be added up whole */
 		for (size_t i = 0; i < m->n_stacks; i++) {
 			vm->stacks[map[i]].weight_ns += m->stacks[i].weight_ns;

@@ -19,6 +19,15 @@
  *   all count as that operator's. Samples with no operator on their stack
  *   have the one frame "[no operator]".
  *
+ *   by operator with Python callers (SP_VIEW_OP_PYTHON): the same
+ *   operators, and between them the Python frames of the stack, as they
+ *   are on it: the Python lines that called each operator, which is what
+ *   torch.profiler's with_stack shows as an event's stack. Python frames
+ *   inside the innermost operator (a Python kernel) are left out, so the
+ *   leaf is still the innermost operator, or "[no operator]" after the
+ *   sample's Python frames. For the table's Source Location
+ *   (table.h: python_callers).
+ *
  *   by module path: a sample's module path is the chain of its module
  *   ranges (SP_RANGE_MODULE, pushed by stackprof.torch.label_modules), each
  *   range one segment, joined by '/': "ResNet/layer1/0/conv1". Its stack is
@@ -47,6 +56,7 @@
 enum sp_view_by {
 	SP_VIEW_OP = 0,
 	SP_VIEW_MODULE_PATH,
+	SP_VIEW_OP_PYTHON,
 };
 
 struct sp_view;

@@ -2,6 +2,7 @@
  * cmd-table.c - `stackprof table`: the key_averages(group_by_stack_n=N).table()
  * summary of torch.profiler, from samples.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,7 +19,8 @@ enum {
 static const struct sp_cli_opt sp_table_opts[] = {
     {'n', 'n', "group-by-stack-n", "N",
      "group rows by the N innermost frames (default 0); by\n"
-     "operator, the N innermost operators"},
+     "operator, the N Python frames that called it (with\n"
+     "none in the profile, the N innermost operators)"},
     {OPT_AGGREGATE, 0, "aggregate-by", "KEY",
      "function (default), op (aten operators, torch's\n"
      "key_averages() rows) or module-path (nn.Module paths\n"
@@ -30,6 +32,15 @@ static const struct sp_cli_opt sp_table_opts[] = {
     SP_CLI_OPTS_FILTERS,
     {0, 0, NULL, NULL, NULL},
 };
+
+/* Whether m has a Python frame (the profile read Python's frames). */
+static bool sp_has_python(const struct sp_model *m)
+{
+	for (size_t i = 0; i < m->n_frames; i++)
+		if (m->frames[i].kind == SP_MFRAME_PYTHON)
+			return true;
+	return false;
+}
 
 static const struct sp_cli_cmd sp_table_cmd = {
     .name = "table",
@@ -49,6 +60,10 @@ static const struct sp_cli_cmd sp_table_cmd = {
 	     "them: a sample's self time is its innermost at::_ops::NAME::call's\n"
 	     "(aten::NAME, whatever code runs under it), its total time every\n"
 	     "operator's on its stack; samples with none are one row, '[no operator]'.\n"
+	     "With --group-by-stack-n N and Python frames in the profile, an operator's\n"
+	     "Source Location is the N Python lines that called it, innermost first, as\n"
+	     "with_stack=True shows them, and its rows split by them; without Python\n"
+	     "frames, its N innermost operators.\n"
 	     "--aggregate-by module-path makes them nn.Module paths (ResNet/layer1/0),\n"
 	     "self time the innermost module's, total time each enclosing module's;\n"
 	     "samples in none are '[no module]'.\n",
@@ -127,7 +142,17 @@ int sp_cmd_table(int argc, char **argv)
 	if (!sp_cli_load(a.operands[0], &flt.mo, &in))
 		goto out;
 	model = in.model;
-	if (by != SP_ROLLUP_FUNCTION) {
+	/* operators by their Python callers, as with_stack groups them, when
+	 * the profile has Python frames to show */
+	to.python_callers = by == SP_ROLLUP_OP && to.stack_n && sp_has_python(in.model);
+	if (to.python_callers) {
+		view = sp_view_new(in.model, SP_VIEW_OP_PYTHON);
+		if (!view) {
+			sp_cli_error("%s: %s", a.operands[0], strerror(errno));
+			goto out;
+		}
+		model = sp_view_model(view);
+	} else if (by != SP_ROLLUP_FUNCTION) {
 		view = sp_cli_view(a.operands[0], in.model, by);
 		if (!view)
 			goto out;

@@ -6,7 +6,12 @@
 #   operators nest (conv2d > convolution > _convolution > mkldnn_convolution)
 #   and the convolution dominates; samples outside operators are one
 #   "[no operator]" row;
-# - --group-by-stack-n 4 gives the operator stack of the convolution;
+# - --group-by-stack-n N: with Python frames in the profile (the default),
+#   an operator's Source Location is the N Python lines that called it, as
+#   torch.profiler's with_stack shows them (the convolution under
+#   conv.py's _conv_forward, its rows split by the ResNet lines that called
+#   it, no Python function as a row); in a profile without Python frames
+#   (STACKPROF_PYTHON=0), the operator stack of the convolution;
 # - the stripped libtorch's unnamed code (libtorch_cpu.so.1.13+0x...) is
 #   counted for the operator it runs under: no such row in the op view, and
 #   the innermost operator over each unnamed leaf gets those samples;
@@ -75,6 +80,8 @@ ran() { [ "$1" -eq 0 ] && grep -q '^done (2, 1000)' "$2"; }
 check "ResNet18 ran under stackprof" ran $? a.txt
 "$SP" run --no-summary -F 1000 -o b.prof -- "$TORCH_PY" model.py variant 10 >b.txt 2>&1
 check "the variant ran under stackprof" ran $? b.txt
+STACKPROF_PYTHON=0 "$SP" run --no-summary -F 1000 -o c.prof -- "$TORCH_PY" model.py resnet18 3 >c.txt 2>&1
+check "ResNet18 ran under stackprof without Python frames" ran $? c.txt
 
 # --- the table
 "$SP" table a.prof --aggregate-by op --row-limit 0 >ops.txt
@@ -113,11 +120,30 @@ check "one [no operator] row, under 25% of the loop" no_op
 check "self shares add up to 100%" \
 	awk '$0 ~ /%/ && !/Name/ { s += $(NF - 4) } END { exit !(s > 99.8 && s < 100.2) }' ops.txt
 
-# --- operator stacks
-"$SP" table a.prof --aggregate-by op --group-by-stack-n 4 --row-limit 1 >stack4.txt
+# --- operator stacks: without Python frames, the operators around it
+"$SP" table c.prof --aggregate-by op --group-by-stack-n 4 --row-limit 1 >stack4.txt
 cat stack4.txt
-check "--group-by-stack-n 4: the convolution's operator stack, innermost first" \
+check "--group-by-stack-n 4 without Python frames: the convolution's operator stack, innermost first" \
 	awk 'NR > 3 && NR <= 7 { s = s $NF " " } END { exit !(s == "aten::mkldnn_convolution aten::_convolution aten::convolution aten::conv2d ") }' stack4.txt
+
+# --- with Python frames: the Python lines that called each operator
+"$SP" table a.prof --aggregate-by op --group-by-stack-n 5 --row-limit 0 >pystack.txt
+head -16 pystack.txt
+# one line per row: NAME<TAB>its Source Location lines joined by " | "
+awk 'NR > 3 && / [0-9.]+%  / { if (r) print r; n = $0; sub(/^ +/, "", n); sub(/  +[0-9.]+%.*/, "", n)
+	src = $0; sub(/^.*  [0-9]+  /, "", src); sub(/ +$/, "", src); r = n "\t" src; next }
+	NR > 3 && /^ +[^ -]/ && r { l = $0; sub(/^ +/, "", l); sub(/ +$/, "", l); r = r " | " l }
+	END { if (r) print r }' pystack.txt >pyrows.txt
+check "the convolution's first Source Location line is conv.py's _conv_forward" \
+	awk -F'\t' '$1 == "aten::mkldnn_convolution" { split($2, l, / \| /); ok = l[1] ~ /^torch\/nn\/modules\/conv\.py\([0-9]+\): [A-Za-z0-9_.]*_conv_forward$/; exit }
+		END { exit !ok }' pyrows.txt
+check "the convolution's rows split by the ResNet lines that called it (>= 3 rows, one with resnet.py)" \
+	awk -F'\t' '$1 == "aten::mkldnn_convolution" { n++; if ($2 ~ /torchvision\/models\/resnet\.py\([0-9]+\)/) r++ } END { exit !(n >= 3 && r >= 1) }' pyrows.txt
+check "every row is an operator or [no operator], never a Python function" \
+	awk -F'\t' '!($1 ~ /^aten::/ || $1 == "[no operator]") { bad++ } END { exit !(NR > 5 && !bad) }' pyrows.txt
+check "self shares still add up to 100% with the Python callers" \
+	awk 'NR > 3 && / [0-9.]+%  / { for (i = 1; i <= NF; i++) if ($i ~ /%$/) { s += $i; break } }
+		END { exit !(s > 99.8 && s < 100.2) }' pystack.txt
 
 # --- unnamed code counts for its operator
 "$SP" collapse --frame func --metric samples a.prof >native.folded

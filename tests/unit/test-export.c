@@ -16,6 +16,7 @@
 #include "export/model.h"
 #include "export/table.h"
 #include "export/textfmt.h"
+#include "export/view.h"
 #include "tests/unit/check.h"
 
 #define CHECK_STR(got, want)                                                                       \
@@ -377,6 +378,74 @@ static void test_short_paths(void)
 	CHECK(sp_model_short_path(&p, NULL) == NULL);
 }
 
+/*
+ * Operators by their Python callers (view SP_VIEW_OP_PYTHON, the table's
+ * python_callers): rows are operators, split by the Python lines that
+ * called them; Python code inside the innermost operator is that
+ * operator's time; samples with no operator keep their Python lines.
+ */
+static void test_op_python_callers(void)
+{
+	static struct fake fk;
+	fk.frames[0] = (struct sp_mframe){.func = "main", .kind = SP_FRAME_FUNC};
+	fk.frames[1] = (struct sp_mframe){
+	    .func = "<module>", .file = "infer.py", .line = 12, .kind = SP_MFRAME_PYTHON};
+	fk.frames[2] = (struct sp_mframe){.func = "Conv2d._conv_forward",
+					  .file = "torch/nn/modules/conv.py",
+					  .line = 459,
+					  .kind = SP_MFRAME_PYTHON};
+	fk.frames[3] = (struct sp_mframe){.func = "at::_ops::conv2d::call(at::Tensor const&)",
+					  .kind = SP_FRAME_FUNC};
+	fk.frames[4] = (struct sp_mframe){.func = "conv_kernel", .kind = SP_FRAME_FUNC};
+	fk.frames[5] = (struct sp_mframe){
+	    .func = "hook", .file = "hooks.py", .line = 3, .kind = SP_MFRAME_PYTHON};
+	fk.frames[6] = (struct sp_mframe){.func = "ResNet.forward",
+					  .file = "torchvision/models/resnet.py",
+					  .line = 285,
+					  .kind = SP_MFRAME_PYTHON};
+	fk.m.frames = fk.frames;
+	fk.m.n_frames = 7;
+	fake_stack(&fk, 0, 60000000, 5, (int[]){0, 1, 2, 3, 4});
+	fake_stack(&fk, 1, 20000000, 6, (int[]){0, 1, 2, 3, 4, 5}); /* Python under the operator */
+	fake_stack(&fk, 2, 10000000, 2, (int[]){0, 1});		    /* no operator */
+	fake_stack(&fk, 3, 10000000, 5, (int[]){0, 6, 2, 3, 4});    /* another caller */
+	fk.m.stacks = fk.stacks;
+	fk.m.n_stacks = 4;
+	struct sp_msample smp[4];
+	for (int i = 0; i < 4; i++)
+		smp[i] =
+		    (struct sp_msample){.stack = (uint32_t)i, .weight_ns = fk.stacks[i].weight_ns};
+	fk.m.samples = smp;
+	fk.m.n_samples = 4;
+
+	struct sp_view *v = sp_view_new(&fk.m, SP_VIEW_OP_PYTHON);
+	CHECK(v != NULL);
+	if (!v)
+		return;
+	char *out = NULL;
+	size_t len;
+	FILE *f = open_memstream(&out, &len);
+	struct sp_table_opts o = {
+	    .sort = SP_TABLE_SELF, .stack_n = 2, .row_limit = 0, .python_callers = true};
+	CHECK(sp_table_write(sp_view_model(v), &o, f) == 0);
+	fclose(f);
+	/* 60 + 20 ms under _conv_forward called from infer.py:12; the hook's 20 are conv2d's */
+	CHECK(strstr(out, "aten::conv2d        80.00%") != NULL);
+	CHECK(strstr(out, "             2  conv.py(459): Conv2d._conv_forward") != NULL);
+	CHECK(strstr(out, "  infer.py(12): <module>") != NULL);
+	/* the same operator from another line is a row of its own */
+	CHECK(strstr(out, "aten::conv2d        10.00%") != NULL);
+	CHECK(strstr(out, "  resnet.py(285): ResNet.forward") != NULL);
+	CHECK(strstr(out, "[no operator]        10.00%") != NULL);
+	/* Python functions are callers, never rows */
+	CHECK(strstr(out, "hook") == NULL);
+	CHECK(strstr(out, "  Conv2d._conv_forward  ") == NULL);
+	if (failures)
+		fprintf(stderr, "%s", out);
+	free(out);
+	sp_view_free(v);
+}
+
 int main(void)
 {
 	test_escape();
@@ -388,5 +457,6 @@ int main(void)
 	test_short_paths();
 	test_collapse_model();
 	test_model_windows();
+	test_op_python_callers();
 	return check_exit("test-export");
 }
