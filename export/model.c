@@ -700,23 +700,24 @@ static int64_t sp_make_stack(struct sp_builder *b, uint32_t thread, uint32_t ran
 		if ((rc = sp_push_frame(b, b->thread_frame[thread] - 1, 0)))
 			return rc;
 	}
+	/* a stack whose outer frames are missing must not look like a thread
+	 * root of its own: a marker root says why it ends there, and comes
+	 * before its ranges, which are then not a root either */
+	if (raw && (raw->flags & SP_STACK_TRUNCATED) &&
+	    (rc = sp_push_marker(b, &b->trunc_frame, "[truncated]", SP_MFRAME_TRUNC)))
+		return rc;
+	if (raw && (raw->flags & SP_STACK_UNWIND_ERR) && !(raw->flags & SP_STACK_TRUNCATED) &&
+	    (rc = sp_push_marker(b, &b->unwerr_frame, "[unwind error]", SP_MFRAME_UNWERR)))
+		return rc;
 	/* Ranges go where they were pushed. Without the stack's root (cut
 	 * off at max depth, or an unwind that stopped early) no place can be
-	 * counted: they go at the top, as they did before anchors. */
+	 * counted: they go at the top, under the marker. */
 	struct sp_place pl = {0, 0, 0};
 	b->chain.n = 0;
 	if (!b->o->no_ranges && (rc = sp_range_chain(b, range)))
 		return rc;
 	if ((rc = sp_place_ranges(
 		 b, &pl, !raw || (raw->flags & (SP_STACK_TRUNCATED | SP_STACK_UNWIND_ERR)))))
-		return rc;
-	/* a stack whose outer frames are missing must not look like a thread
-	 * root of its own: a marker root says why it ends there */
-	if (raw && (raw->flags & SP_STACK_TRUNCATED) &&
-	    (rc = sp_push_marker(b, &b->trunc_frame, "[truncated]", SP_MFRAME_TRUNC)))
-		return rc;
-	if (raw && (raw->flags & SP_STACK_UNWIND_ERR) && !(raw->flags & SP_STACK_TRUNCATED) &&
-	    (rc = sp_push_marker(b, &b->unwerr_frame, "[unwind error]", SP_MFRAME_UNWERR)))
 		return rc;
 	uint32_t depth = raw ? raw->depth : 0;
 	for (uint32_t i = depth; i-- > 0;) {

@@ -4,7 +4,10 @@
 # inside the frame of the with statement, a decorator's just inside its
 # wrapper, around the decorated call; the decorator form labels every
 # call; a block or a decorated function that raises leaves no range behind
-# on later samples; ranges belong to the thread that opened them.
+# on later samples; ranges belong to the thread that opened them. A stack
+# that does not reach its root (cut at STACKPROF_MAX_DEPTH, or an unwind
+# error) can't place its ranges: they go under its [truncated] or
+# [unwind error] marker, never at the root.
 . "$(dirname "$0")/lib.sh"
 find_pythons
 [ ${#PYTHONS[@]} -gt 0 ] || skip "no python3: neither Debian's nor pyenv's 3.10-3.13"
@@ -97,4 +100,13 @@ check "after them, >= 99% of it under no range at all (<module>;work_lzma)" \
 	awk -v a="$lz_ok" -v b="$lz" 'BEGIN { exit !(a >= 0.99 * b) }'
 check "no range ever nests under a range that raised" \
 	bash -c "! grep -qE '(DECO_RAISES|WITH_RAISES);(OUTER|DECORATED|WORKER|DECO_RAISES|WITH_RAISES);' r.folded"
+
+# every stack cut at 8 frames: its ranges follow the [truncated] root
+STACKPROF_MAX_DEPTH=8 "$SP" run --no-summary -F 1000 -o t.prof -- "$PY" ranges.py >t.txt 2>&1
+check "the program ran with stacks cut at 8 frames" [ $? -eq 0 ]
+"$SP" collapse --frame func --metric samples t.prof >t.folded
+check "cut stacks: ranges under the [truncated] root (>= 200 samples), none at the root" \
+	awk '/^\[truncated\];(OUTER|WORKER|DECO_RAISES|WITH_RAISES);/ { n += $NF }
+		/^(OUTER|DECORATED|WORKER|DECO_RAISES|WITH_RAISES);/ { bad++ }
+		END { exit !(n >= 200 && !bad) }' t.folded
 finish
