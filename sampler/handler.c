@@ -25,10 +25,17 @@
  * STACKPROF_UNWIND=check: whether two walks of one stack disagree. Past a
  * frame in no known module both are guesses (a stack scan whose start
  * depends on the guess before it), so only the frames up to the first
- * such frame must be equal, and as many of them.
+ * such frame must be equal, and as many of them. A last frame in no known
+ * module is where a walk that failed gave up (libunwind steps on where
+ * the cached rules stop, e.g. to 0x7fff00000001 from a oneDNN kernel's
+ * caller in torch): it is not counted.
  */
 SP_SIGSAFE static bool sp_stacks_differ(const uint64_t *a, size_t na, const uint64_t *b, size_t nb)
 {
+	while (na > 1 && !sp_modules_is_text(a[na - 1]))
+		na--;
+	while (nb > 1 && !sp_modules_is_text(b[nb - 1]))
+		nb--;
 	size_t i = 0;
 	for (; i < na && i < nb; i++) {
 		if (a[i] != b[i])
