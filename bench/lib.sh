@@ -95,6 +95,17 @@ stackprof_field() {
 		END { print (s == "" ? "-" : s), (b == "" ? "-" : b), (t == "" ? "-" : t) }'
 }
 
+# empty_kind PROFILE: the timer PROFILE ran, as bench/empty_timer.c's
+# EMPTY_KIND names it (posix, trap, perf), or "-" when it has none.
+empty_kind() {
+	case $(stackprof_field "$1" | awk '{ print $3 }') in
+	posix-cputimer) echo posix ;;
+	perf-sigtrap) echo trap ;;
+	perf-task-clock) echo perf ;;
+	*) echo - ;;
+	esac
+}
+
 # bench_python VERSION: pyenv's newest CPython VERSION (3.10 ...), its
 # python3's path, or nothing when it is not installed (as tests/e2e/lib.sh's
 # pick_python finds it, without skipping).

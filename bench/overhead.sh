@@ -118,12 +118,7 @@ pm_timer_kind() {
 	mkdir -p "$d"
 	env -u STACKPROF_TIMER LD_PRELOAD="$LIB" STACKPROF_OUT="$d/s.prof" STACKPROF_FREQ="$1" \
 		STACKPROF_QUIET=1 "$RN" --batch "$pm_batch" --iters 1 --warmup 0 --threads "$threads" >/dev/null 2>&1
-	case $(stackprof_field "$d/s.prof" | awk '{ print $3 }') in
-	posix-cputimer) echo posix ;;
-	perf-sigtrap) echo trap ;;
-	perf-task-clock) echo perf ;;
-	*) echo - ;;
-	esac
+	empty_kind "$d/s.prof"
 }
 
 # pm_run ROW ITERS TAG: one resnet18 run under ROW (base, spHZ, emptyHZ-KIND);

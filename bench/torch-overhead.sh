@@ -67,12 +67,7 @@ cc -O2 -shared -fPIC -o "$T/empty_timer.so" "$here/empty_timer.c" || exit 1
 
 # the timer the default picks for this interpreter here, as empty_timer.c names it
 LD_PRELOAD="$LIB" STACKPROF_OUT="$T/probe.prof" STACKPROF_QUIET=1 "$PY" -c pass >/dev/null 2>&1
-case $("$SP" info --no-symbols "$T/probe.prof" 2>/dev/null | awk '/^timer:/ { sub(/,$/, "", $2); print $2 }') in
-posix-cputimer) kind=posix ;;
-perf-sigtrap) kind="trap" ;;
-perf-task-clock) kind=perf ;;
-*) kind=- ;;
-esac
+kind=$(empty_kind "$T/probe.prof")
 rows="on off"
 [ "$kind" != - ] && rows="on off alone"
 
