@@ -18,6 +18,26 @@ int sp_ring_init(struct sp_ring *r, size_t n_words)
 	return 0;
 }
 
+void sp_ring_populate(struct sp_ring *r, size_t upto)
+{
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+	if (upto > r->n_words)
+		upto = r->n_words;
+	/* whole pages: the first page not yet backed, to the page that holds upto */
+	size_t page = 4096 / sizeof(uint64_t);
+	size_t from = r->populated / page * page, to = (upto + page - 1) / page * page;
+	if (to > r->n_words)
+		to = r->n_words;
+	if (!r->words || to <= from)
+		return;
+	if (madvise(r->words + from, (to - from) * sizeof(uint64_t), MADV_POPULATE_WRITE) == 0)
+		r->populated = to;
+	else
+		r->populated = r->n_words; /* not supported (EINVAL): don't ask again */
+}
+
 void sp_ring_release(struct sp_ring *r)
 {
 	if (r->words)

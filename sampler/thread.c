@@ -100,6 +100,7 @@ int sp_thread_attach(const char *py_name)
 	if (ring.words && ring.n_words == words) {
 		t->ring.words = ring.words;
 		t->ring.n_words = words;
+		t->ring.populated = ring.populated;
 	} else {
 		if (ring.words)
 			sp_ring_release(&ring);
@@ -109,6 +110,7 @@ int sp_thread_attach(const char *py_name)
 			return err;
 		}
 	}
+	sp_ring_populate(&t->ring, SP_RING_FIRST);
 	sp_stack_bounds(t);
 	sp_python_attach(t);
 	int serr = sp_sigstack_attach(t);

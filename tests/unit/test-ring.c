@@ -1,6 +1,8 @@
-/* test-ring.c - the per-thread sample ring: order, wrap-around, full, empty. */
+/* test-ring.c - the per-thread sample ring: order, wrap-around, full, empty,
+ * and memory backed ahead of the producer. */
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "sampler/ring.h"
 #include "tests/unit/check.h"
@@ -29,6 +31,18 @@ static int pop_check(struct sp_ring *r, size_t n, uint64_t seq)
 			return -1;
 	sp_ring_pop(r);
 	return 0;
+}
+
+/* How many of r's pages are in memory. */
+static size_t resident(const struct sp_ring *r)
+{
+	size_t pages = (r->n_words * 8 + 4095) / 4096, n = 0;
+	unsigned char vec[64];
+	if (pages > sizeof(vec) || mincore(r->words, r->n_words * 8, vec) != 0)
+		return (size_t)-1;
+	for (size_t i = 0; i < pages; i++)
+		n += vec[i] & 1;
+	return n;
 }
 
 int main(void)
@@ -70,6 +84,17 @@ int main(void)
 	/* an entry larger than the ring is refused */
 	CHECK(sp_ring_reserve(&r, 200) == NULL);
 
+	sp_ring_release(&r);
+
+	/* populating backs whole pages up to the word asked for, and no more */
+	CHECK(sp_ring_init(&r, 16 * 512) == 0); /* 16 pages */
+	CHECK(resident(&r) == 0);
+	sp_ring_populate(&r, 512 * 3 + 1);
+	CHECK(resident(&r) == 4 && r.populated == 4 * 512);
+	sp_ring_populate(&r, 100); /* behind: nothing to do */
+	CHECK(resident(&r) == 4);
+	sp_ring_populate(&r, 1u << 20); /* past the end: up to it */
+	CHECK(resident(&r) == 16 && r.populated == r.n_words);
 	sp_ring_release(&r);
 	return check_exit("test-ring");
 }
