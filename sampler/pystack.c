@@ -28,6 +28,37 @@ struct sp_codeent {
 static struct sp_codeent *sp_codes;
 static _Atomic uint32_t sp_code_ids; /* the last id given */
 
+/*
+ * How many code objects have died (sp_pystack_forget): the epoch of each
+ * thread's memo. While it stays the same, no code object has been freed,
+ * so an address that named a code object still names the same one.
+ */
+static _Atomic uint64_t sp_code_deaths;
+
+/*
+ * A thread's memo of the code objects its last samples met: what the table
+ * and the code object said (the id, and the two fields a frame's
+ * instruction is checked against), valid while no code object has died
+ * since. A sample's frames are mostly the last one's: a hit skips the
+ * code object's reads, its fingerprint and a probe of the shared table,
+ * which is likely out of the cache after a millisecond of the program's
+ * work. Direct-mapped; in the thread's scratch.
+ *
+ * A code object is memoized only when the table already knew it with the
+ * same fingerprint: met in two samples. The interpreter unlinks a frame
+ * before its code can die, so a frame on the thread's chain holds a live
+ * code object; a torn read that met a dead one would need to meet it
+ * twice, unchanged, to be remembered.
+ */
+struct sp_codememo {
+	uintptr_t code;
+	uint64_t epoch;
+	uint32_t id;
+	int32_t firsttraceable;
+	int64_t nunits;
+};
+#define SP_MEMO 128
+
 int sp_pystack_init(void)
 {
 	if (sp_codes)
@@ -53,6 +84,8 @@ void sp_pystack_forget(uintptr_t addr)
 {
 	if (!sp_codes)
 		return;
+	/* before the memory can hold another object: every memo is stale */
+	atomic_fetch_add(&sp_code_deaths, 1);
 	uint32_t h = sp_code_hash(addr);
 	for (uint32_t i = 0; i < SP_CODE_PROBES; i++) {
 		struct sp_codeent *e = &sp_codes[(h + i) & (SP_CODES - 1)];
@@ -70,11 +103,18 @@ void sp_pystack_forget(uintptr_t addr)
  * Layout, each array max_depth long: the native PCs and their stack
  * pointers (the unwinder writes them), the Python frames' words, each
  * segment's marker address, each frame's instruction as the walk found it
- * (until its code is read), and the segment (eval call) of each frame.
+ * (until its code is read), and the segment (eval call) of each frame;
+ * then the memo (SP_MEMO entries).
  */
+SP_SIGSAFE static size_t sp_memo_offset(void)
+{
+	size_t at = (size_t)sp_g.cfg.max_depth * (5 * sizeof(uint64_t) + sizeof(uint32_t));
+	return (at + 7) & ~(size_t)7;
+}
+
 size_t sp_pystack_scratch_size(void)
 {
-	return (size_t)sp_g.cfg.max_depth * (5 * sizeof(uint64_t) + sizeof(uint32_t));
+	return sp_memo_offset() + SP_MEMO * sizeof(struct sp_codememo);
 }
 
 uint64_t *sp_pystack_pcs(struct sp_thread *t)
@@ -90,8 +130,14 @@ uint64_t *sp_pystack_sps(struct sp_thread *t)
 
 /* ---- reading ------------------------------------------------------------ */
 
-/* A copy from the interpreter's memory; false for an address no object
- * can have, or one that faulted. */
+/*
+ * Reads of the interpreter's memory: false for an address no object can
+ * have, or a read that faulted. Strings and line tables are copied
+ * (sp_rd); the fields of frames, code objects and thread states are
+ * loaded one at a time (sp_rdw, sp_rd32, sp_rd8), straight into registers:
+ * a copy of the whole struct followed by reads of it waited for the copy's
+ * stores, and was most of a Python frame's cost.
+ */
 SP_SIGSAFE static bool sp_rd(void *dst, uintptr_t src, size_t n)
 {
 	if (src < 4096 || src > 0x00007fffffffffffull - n)
@@ -99,18 +145,35 @@ SP_SIGSAFE static bool sp_rd(void *dst, uintptr_t src, size_t n)
 	return sp_safe_copy(dst, (const void *)src, n) == 0;
 }
 
-SP_SIGSAFE static uintptr_t sp_word(const uint8_t *buf, uint32_t off)
+/* The 8 bytes at src (a pointer or Py_ssize_t field). */
+SP_SIGSAFE static bool sp_rdw(uintptr_t src, uint64_t *v)
 {
-	uintptr_t v;
-	memcpy(&v, buf + off, sizeof(v));
-	return v;
+	if (src < 4096 || src > 0x00007fffffffffffull - 8)
+		return false;
+	return sp_safe_load(v, src);
 }
 
-SP_SIGSAFE static int32_t sp_i32(const uint8_t *buf, uint32_t off)
+/* An int field, from the aligned word that holds it: that word never
+ * crosses a page, where the field's own object might end. */
+SP_SIGSAFE static bool sp_rd32(uintptr_t src, int32_t *v)
 {
-	int32_t v;
-	memcpy(&v, buf + off, sizeof(v));
-	return v;
+	uint64_t w;
+	if (src & 3)
+		return sp_rd(v, src, sizeof(*v));
+	if (!sp_rdw(src & ~(uintptr_t)7, &w))
+		return false;
+	*v = (int32_t)(uint32_t)(w >> (src & 4) * 8);
+	return true;
+}
+
+/* A char field, the same way. */
+SP_SIGSAFE static bool sp_rd8(uintptr_t src, uint8_t *v)
+{
+	uint64_t w;
+	if (!sp_rdw(src & ~(uintptr_t)7, &w))
+		return false;
+	*v = (uint8_t)(w >> (src & 7) * 8);
+	return true;
 }
 
 /* This thread's PyThreadState, or 0 (no interpreter yet, a thread it
@@ -118,14 +181,14 @@ SP_SIGSAFE static int32_t sp_i32(const uint8_t *buf, uint32_t off)
 SP_SIGSAFE static uintptr_t sp_tstate(void)
 {
 	const struct sp_pylayout *L = &sp_py.L;
-	int32_t tss[2]; /* Py_tss_t: int _is_initialized; pthread_key_t _key */
-	if (!sp_rd(tss, sp_py.runtime + L->rt_tss_key, sizeof(tss)) || tss[0] != 1 ||
-	    (uint32_t)tss[1] >= 32)
+	int32_t init, key; /* Py_tss_t: int _is_initialized; pthread_key_t _key */
+	if (!sp_rd32(sp_py.runtime + L->rt_tss_key, &init) ||
+	    !sp_rd32(sp_py.runtime + L->rt_tss_key + 4, &key) || init != 1 || (uint32_t)key >= 32)
 		return 0;
 	uintptr_t self = (uintptr_t)pthread_self(), ts, tid;
-	if (!sp_rd(&ts, self + sp_py.specific + 16 * (uint32_t)tss[1] + 8, sizeof(ts)) || !ts)
+	if (!sp_rdw(self + sp_py.specific + 16 * (uint32_t)key + 8, &ts) || !ts)
 		return 0;
-	if (!sp_rd(&tid, ts + L->ts_thread_id, sizeof(tid)) || tid != self) {
+	if (!sp_rdw(ts + L->ts_thread_id, &tid) || tid != self) {
 		atomic_fetch_add_explicit(&sp_py.bad_tstates, 1, memory_order_relaxed);
 		return 0;
 	}
@@ -134,24 +197,57 @@ SP_SIGSAFE static uintptr_t sp_tstate(void)
 
 /* ---- naming a code object --------------------------------------------- */
 
-/* Bytes of a code object's header the handler reads: every field used. */
+/* The fields of a code object the handler uses, as read. */
+struct sp_codehdr {
+	uintptr_t name, qualname, filename, linetable; /* qualname 0 on 3.10 */
+	int64_t nunits;				       /* 3.11+ */
+	int32_t firstlineno, firsttraceable;	       /* firsttraceable 3.11+ */
+};
+
+/* The bytes from the start of a code object to its last field used. */
 #define SP_CODE_HDR 256
+
+/* Code object code's fields into h: false if it can't be read or is not a
+ * code object. */
+SP_SIGSAFE static bool sp_rd_code(uintptr_t code, struct sp_codehdr *h)
+{
+	const struct sp_pylayout *L = &sp_py.L;
+	uint64_t type;
+	if (!sp_rdw(code + L->ob_type, &type) || type != sp_py.code_type)
+		return false;
+	h->qualname = 0;
+	h->nunits = 0;
+	h->firsttraceable = 0;
+	if (!sp_rdw(code + L->co_name, &h->name) || !sp_rdw(code + L->co_filename, &h->filename) ||
+	    !sp_rdw(code + L->co_linetable, &h->linetable) ||
+	    !sp_rd32(code + L->co_firstlineno, &h->firstlineno) ||
+	    (L->co_qualname && !sp_rdw(code + L->co_qualname, &h->qualname)))
+		return false;
+	if (L->kind != SP_PYFRAMES_310) {
+		uint64_t n;
+		if (!sp_rdw(code + L->co_nunits, &n) ||
+		    !sp_rd32(code + L->co_firsttraceable, &h->firsttraceable))
+			return false;
+		h->nunits = (int64_t)n;
+	}
+	return true;
+}
+
 /* The most of each part a PYCODE entry copies. */
 #define SP_MAX_NAME  512
 #define SP_MAX_FILE  2048
 #define SP_MAX_TABLE (32u << 10)
 
-SP_SIGSAFE static uint32_t sp_code_fp(const uint8_t *hdr)
+SP_SIGSAFE static uint32_t sp_code_fp(const struct sp_codehdr *c)
 {
-	const struct sp_pylayout *L = &sp_py.L;
-	uint64_t h = (uint64_t)(uint32_t)sp_i32(hdr, L->co_firstlineno) * 0x100000001b3ull;
-	h ^= sp_word(hdr, L->co_name);
+	uint64_t h = (uint64_t)(uint32_t)c->firstlineno * 0x100000001b3ull;
+	h ^= c->name;
 	h *= 0x9e3779b97f4a7c15ull;
-	h ^= sp_word(hdr, L->co_filename);
+	h ^= c->filename;
 	h *= 0x9e3779b97f4a7c15ull;
-	h ^= L->co_qualname ? sp_word(hdr, L->co_qualname) : 0;
+	h ^= c->qualname;
 	h *= 0x9e3779b97f4a7c15ull;
-	h ^= sp_word(hdr, L->co_linetable);
+	h ^= c->linetable;
 	h *= 0x9e3779b97f4a7c15ull;
 	uint32_t fp = (uint32_t)(h >> 32) ^ (uint32_t)h;
 	return fp ? fp : 1;
@@ -196,10 +292,9 @@ SP_SIGSAFE static bool sp_rd_str(uintptr_t obj, uint8_t *dst, size_t cap, uint32
  */
 #define SP_PYC_HEAD 6
 
-/* Copies code object code (its header in hdr) into a new PYCODE entry of
- * t's ring under id. false if the ring is full or the code unreadable. */
-SP_SIGSAFE static bool sp_emit_code(struct sp_thread *t, uintptr_t code, const uint8_t *hdr,
-				    uint32_t id)
+/* Copies a code object (its fields in hdr) into a new PYCODE entry of t's
+ * ring under id. false if the ring is full or the code unreadable. */
+SP_SIGSAFE static bool sp_emit_code(struct sp_thread *t, const struct sp_codehdr *hdr, uint32_t id)
 {
 	const struct sp_pylayout *L = &sp_py.L;
 	size_t max_words = SP_PYC_HEAD + (SP_MAX_NAME * 2 + SP_MAX_FILE + SP_MAX_TABLE) / 8 + 4;
@@ -209,9 +304,7 @@ SP_SIGSAFE static bool sp_emit_code(struct sp_thread *t, uintptr_t code, const u
 	uint8_t *bytes = (uint8_t *)(e + SP_PYC_HEAD);
 	size_t at = 0;
 	uint32_t flags = 0, len, kind;
-	uintptr_t strs[3] = {sp_word(hdr, L->co_name),
-			     L->co_qualname ? sp_word(hdr, L->co_qualname) : 0,
-			     sp_word(hdr, L->co_filename)};
+	uintptr_t strs[3] = {hdr->name, hdr->qualname, hdr->filename};
 	size_t caps[3] = {SP_MAX_NAME, SP_MAX_NAME, SP_MAX_FILE};
 	for (int i = 0; i < 3; i++) {
 		len = kind = 0;
@@ -223,7 +316,7 @@ SP_SIGSAFE static bool sp_emit_code(struct sp_thread *t, uintptr_t code, const u
 		at += (size_t)len * kind;
 	}
 	/* the line table: a bytes object */
-	uintptr_t table = sp_word(hdr, L->co_linetable);
+	uintptr_t table = hdr->linetable;
 	uint8_t bh[40];
 	uint64_t tlen = 0;
 	if (table && sp_rd(bh, table, L->bytes_data)) {
@@ -238,15 +331,16 @@ SP_SIGSAFE static bool sp_emit_code(struct sp_thread *t, uintptr_t code, const u
 	at += tlen;
 	e[5] = tlen;
 	e[0] = id | (uint64_t)sp_py.L.minor << 32 | (uint64_t)flags << 40;
-	e[1] = (uint64_t)(int64_t)sp_i32(hdr, L->co_firstlineno);
-	(void)code;
+	e[1] = (uint64_t)(int64_t)hdr->firstlineno;
 	sp_ring_commit(&t->ring, SP_PYC_HEAD + (at + 7) / 8, SP_RING_PYCODE);
 	return true;
 }
 
-/* The id of code (header hdr): from the table, or a new one named now.
- * 0 when it can't be named (the ring is full): the frame is unknown. */
-SP_SIGSAFE static uint32_t sp_code_id(struct sp_thread *t, uintptr_t code, const uint8_t *hdr)
+/* The id of code (header hdr): from the table (*known set), or a new one
+ * named now. 0 when it can't be named (the ring is full): the frame is
+ * unknown. */
+SP_SIGSAFE static uint32_t sp_code_id(struct sp_thread *t, uintptr_t code,
+				      const struct sp_codehdr *hdr, bool *known)
 {
 	uint32_t fp = sp_code_fp(hdr);
 	uint32_t h = sp_code_hash(code);
@@ -256,8 +350,10 @@ SP_SIGSAFE static uint32_t sp_code_id(struct sp_thread *t, uintptr_t code, const
 		uintptr_t a = atomic_load_explicit(&e->addr, memory_order_acquire);
 		if (a == code) {
 			uint32_t id = atomic_load_explicit(&e->id, memory_order_acquire);
-			if (id && atomic_load_explicit(&e->fp, memory_order_relaxed) == fp)
+			if (id && atomic_load_explicit(&e->fp, memory_order_relaxed) == fp) {
+				*known = true;
 				return id;
+			}
 			free_slot = e; /* stale (a death missed): named again below */
 			break;
 		}
@@ -267,7 +363,7 @@ SP_SIGSAFE static uint32_t sp_code_id(struct sp_thread *t, uintptr_t code, const
 			break;
 	}
 	uint32_t id = atomic_fetch_add_explicit(&sp_code_ids, 1, memory_order_relaxed) + 1;
-	if (!sp_emit_code(t, code, hdr, id))
+	if (!sp_emit_code(t, hdr, id))
 		return 0;
 	if (free_slot) {
 		uintptr_t a = atomic_load(&free_slot->addr);
@@ -292,6 +388,8 @@ struct sp_walk_out {
 	uint32_t *seg;	 /* the eval call (segment) of each */
 	uint64_t *marks; /* per segment: its marker address, 0 if not known */
 	size_t n, nseg, max;
+	struct sp_codememo *memo; /* the thread's memo, and the epoch it is read at */
+	uint64_t epoch;
 };
 
 /* instr[] words: 3.10's lasti (int) or 3.11+'s instruction pointer, and
@@ -307,14 +405,25 @@ struct sp_walk_out {
  * started yet: CPython leaves it out of tracebacks, and so does this; a
  * generator's is never "not started".
  */
-SP_SIGSAFE static bool sp_name_frame(struct sp_thread *t, uintptr_t code, uint64_t iw,
-				     uint64_t *word)
+SP_SIGSAFE static bool sp_name_frame(struct sp_thread *t, const struct sp_walk_out *o,
+				     uintptr_t code, uint64_t iw, uint64_t *word)
 {
 	const struct sp_pylayout *L = &sp_py.L;
-	uint8_t hdr[SP_CODE_HDR];
+	struct sp_codehdr hdr;
 	uint32_t id = 0, instr = SP_PYFRAME_NO_INSTR;
-	if (!(iw & SP_INSTR_UNREAD) && sp_rd(hdr, code, SP_CODE_HDR) &&
-	    sp_word(hdr, L->ob_type) == sp_py.code_type) {
+	struct sp_codememo *m = &o->memo[sp_code_hash(code) % SP_MEMO];
+	bool known = false; /* the code object's fields are in hdr */
+	if (!(iw & SP_INSTR_UNREAD)) {
+		if (m->code == code && m->epoch == o->epoch) {
+			id = m->id;
+			hdr.firsttraceable = m->firsttraceable;
+			hdr.nunits = m->nunits;
+			known = true;
+		} else {
+			known = sp_rd_code(code, &hdr);
+		}
+	}
+	if (known) {
 		if (L->kind == SP_PYFRAMES_310) {
 			int32_t lasti = (int32_t)(uint32_t)iw;
 			if (lasti >= 0)
@@ -324,13 +433,17 @@ SP_SIGSAFE static bool sp_name_frame(struct sp_thread *t, uintptr_t code, uint64
 			    (uintptr_t)(iw & ~(SP_INSTR_GENERATOR | SP_INSTR_UNREAD));
 			uintptr_t first = code + L->co_code_adaptive;
 			int64_t units = (int64_t)(instr_ptr - first) / 2;
-			int64_t nunits = (int64_t)sp_word(hdr, L->co_nunits);
-			if (!(iw & SP_INSTR_GENERATOR) && units < sp_i32(hdr, L->co_firsttraceable))
+			if (!(iw & SP_INSTR_GENERATOR) && units < hdr.firsttraceable)
 				return false;
-			if (instr_ptr >= first && units < nunits)
+			if (instr_ptr >= first && units < hdr.nunits)
 				instr = (uint32_t)units;
 		}
-		id = sp_code_id(t, code, hdr);
+		/* memoized once the table knew it: named in an earlier sample,
+		 * and with the same fingerprint now */
+		bool named_before = false;
+		if (!id && (id = sp_code_id(t, code, &hdr, &named_before)) && named_before)
+			*m = (struct sp_codememo){code, o->epoch, id, hdr.firsttraceable,
+						  hdr.nunits};
 	}
 	if (!id)
 		atomic_fetch_add_explicit(&t->py_unreadable, 1, memory_order_relaxed);
@@ -351,7 +464,7 @@ SP_SIGSAFE static void sp_name_frames(struct sp_thread *t, struct sp_walk_out *o
 	size_t j = 0;
 	for (size_t i = 0; i < o->n; i++) {
 		uint64_t w;
-		if (!sp_name_frame(t, (uintptr_t)o->words[i], o->instr[i], &w))
+		if (!sp_name_frame(t, o, (uintptr_t)o->words[i], o->instr[i], &w))
 			continue;
 		o->words[j] = w;
 		o->seg[j] = o->seg[i];
@@ -362,10 +475,11 @@ SP_SIGSAFE static void sp_name_frames(struct sp_thread *t, struct sp_walk_out *o
 
 /* The lines of code object code (and its code-table slot) that
  * sp_name_frame reads. A prefetch never faults, whatever the address. */
-SP_SIGSAFE static void sp_prefetch_code(uintptr_t code)
+SP_SIGSAFE static void sp_prefetch_code(const struct sp_walk_out *o, uintptr_t code)
 {
-	if (code < 4096)
-		return;
+	const struct sp_codememo *m = &o->memo[sp_code_hash(code) % SP_MEMO];
+	if (code < 4096 || (m->code == code && m->epoch == o->epoch))
+		return; /* the memo knows it: nothing to read */
 	for (uint32_t off = 0; off < SP_CODE_HDR; off += 64)
 		__builtin_prefetch((const void *)(code + off), 0, 3);
 	__builtin_prefetch(&sp_codes[sp_code_hash(code)], 0, 3);
@@ -374,7 +488,7 @@ SP_SIGSAFE static void sp_prefetch_code(uintptr_t code)
 /* Appends a frame (its code, its instruction word) to the current segment. */
 SP_SIGSAFE static void sp_add_frame(struct sp_walk_out *o, uintptr_t code, uint64_t iw)
 {
-	sp_prefetch_code(code);
+	sp_prefetch_code(o, code);
 	o->words[o->n] = code;
 	o->instr[o->n] = iw;
 	o->seg[o->n] = (uint32_t)o->nseg;
@@ -397,47 +511,44 @@ SP_SIGSAFE static void sp_walk(struct sp_thread *t, uintptr_t ts, struct sp_walk
 	uintptr_t frame = 0, cf = 0, root_cf = 0;
 	if (L->kind == SP_PYFRAMES_311 || L->kind == SP_PYFRAMES_312) {
 		root_cf = ts + L->ts_root_cframe;
-		if (!sp_rd(&cf, ts + L->ts_frame, sizeof(cf)) ||
-		    !sp_rd(&frame, cf + L->cf_current_frame, sizeof(frame)))
+		if (!sp_rdw(ts + L->ts_frame, &cf) || !sp_rdw(cf + L->cf_current_frame, &frame))
 			return;
-	} else if (!sp_rd(&frame, ts + L->ts_frame, sizeof(frame))) {
+	} else if (!sp_rdw(ts + L->ts_frame, &frame)) {
 		return;
 	}
-	uint8_t fb[128];
-	size_t fsize = L->fr_instr + 8; /* the frame's fields end at most here */
-	if (L->fr_code + 8 > fsize)
-		fsize = L->fr_code + 8;
-	if (L->fr_previous + 8 > fsize)
-		fsize = L->fr_previous + 8;
-	if (L->fr_owner + 1 > fsize)
-		fsize = L->fr_owner + 1;
-	if (L->fr_is_entry + 1 > fsize)
-		fsize = L->fr_is_entry + 1;
 	for (int steps = 0; frame && o->n < o->max && o->nseg < o->max && steps < 4096; steps++) {
-		if (!sp_rd(fb, frame, fsize)) {
+		uint64_t code, prev, iw = 0;
+		int32_t lasti = 0;
+		uint8_t owner = 0, entry = 0;
+		bool ok =
+		    sp_rdw(frame + L->fr_code, &code) && sp_rdw(frame + L->fr_previous, &prev);
+		if (L->kind == SP_PYFRAMES_310)
+			ok = ok && sp_rd32(frame + L->fr_instr, &lasti);
+		else
+			ok = ok && sp_rdw(frame + L->fr_instr, &iw) &&
+			     sp_rd8(frame + L->fr_owner, &owner) &&
+			     (L->kind != SP_PYFRAMES_311 || sp_rd8(frame + L->fr_is_entry, &entry));
+		if (!ok) {
 			/* a frame that can't be read ends the walk, and says so
 			 * (sp_name_frames makes it an unknown frame) */
 			sp_add_frame(o, 0, SP_INSTR_UNREAD);
 			break;
 		}
-		uintptr_t code = sp_word(fb, L->fr_code);
-		uintptr_t prev = sp_word(fb, L->fr_previous);
 		if (L->kind == SP_PYFRAMES_310) {
-			sp_add_frame(o, code, (uint32_t)sp_i32(fb, L->fr_instr));
+			sp_add_frame(o, code, (uint32_t)lasti);
 			sp_end_segment(o, 0); /* placed by the eval call's code address */
-		} else if (L->kind >= SP_PYFRAMES_312 && fb[L->fr_owner] == SP_PY_OWNED_BY_CSTACK) {
+		} else if (L->kind >= SP_PYFRAMES_312 && owner == SP_PY_OWNED_BY_CSTACK) {
 			/* the shim that starts an eval call: a local of its C frame */
 			sp_end_segment(o, frame);
 		} else {
-			uint64_t iw =
-			    sp_word(fb, L->fr_instr) & ~(SP_INSTR_GENERATOR | SP_INSTR_UNREAD);
-			if (fb[L->fr_owner] == SP_PY_OWNED_BY_GENERATOR)
+			iw &= ~(SP_INSTR_GENERATOR | SP_INSTR_UNREAD);
+			if (owner == SP_PY_OWNED_BY_GENERATOR)
 				iw |= SP_INSTR_GENERATOR;
 			sp_add_frame(o, code, iw);
-			if (L->kind == SP_PYFRAMES_311 && fb[L->fr_is_entry]) {
+			if (L->kind == SP_PYFRAMES_311 && entry) {
 				/* the first frame this eval call ran */
 				sp_end_segment(o, cf == root_cf ? 0 : cf);
-				if (!sp_rd(&cf, cf + L->cf_previous, sizeof(cf)))
+				if (!sp_rdw(cf + L->cf_previous, &cf))
 					cf = 0;
 			}
 		}
@@ -468,13 +579,15 @@ SP_SIGSAFE static struct sp_walk_out sp_scratch(struct sp_thread *t)
 				.marks = base + 3 * m,
 				.instr = base + 4 * m,
 				.seg = (uint32_t *)(base + 5 * m),
-				.max = m};
+				.max = m,
+				.memo = (struct sp_codememo *)((uint8_t *)base + sp_memo_offset())};
 	return o;
 }
 
 struct sp_pyframes sp_pystack_read(struct sp_thread *t)
 {
 	struct sp_walk_out o = sp_scratch(t);
+	o.epoch = atomic_load_explicit(&sp_code_deaths, memory_order_acquire);
 	uintptr_t ts = atomic_load_explicit(&sp_py.active, memory_order_relaxed) ? sp_tstate() : 0;
 	if (ts)
 		sp_walk(t, ts, &o);

@@ -8,6 +8,8 @@
 #include "sampler/pystack.h"
 #include "sampler/saferead.h"
 #include "sampler/sampler.h"
+#include "sampler/signals.h"
+#include "sampler/sigshare.h"
 #include "sampler/sys.h"
 #include "sampler/thread.h"
 
@@ -40,6 +42,24 @@ static void sp_code_dealloc(void *co)
 {
 	sp_pystack_forget((uintptr_t)co);
 	sp_code_dealloc_orig(co);
+}
+
+/* SIGSEGV and SIGBUS while frames are read: a guarded read's fault
+ * resumes at its error return (saferead.h); every other is the program's. */
+SP_SIGSAFE static void sp_py_fault(int sig, siginfo_t *si, void *uc)
+{
+	if (!sp_safe_resume(si, uc))
+		sp_share_forward(sig, si, uc);
+}
+
+/* Takes SIGSEGV and SIGBUS (sigshare.h). 0 or -errno. */
+static int sp_py_guard(void)
+{
+	sigset_t mask = sp_handler_mask();
+	int err = sp_share_install(SIGSEGV, sp_py_fault, &mask);
+	if (!err)
+		err = sp_share_install(SIGBUS, sp_py_fault, &mask);
+	return err;
 }
 
 /*
@@ -213,7 +233,7 @@ static bool sp_py_judge(void *runtime, void *lib)
 				  : "PyCode_Type or _PyEval_EvalFrameDefault is not exported");
 		return false;
 	}
-	int err = sp_safe_install();
+	int err = sp_py_guard();
 	if (err) {
 		sp_set_status(false,
 			      "Python %u.%u.%u: frames not read: cannot guard reads of its memory "

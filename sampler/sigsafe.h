@@ -27,11 +27,13 @@
 #define SP_SIGSAFE_ENTRY(X) X(sp_handler_body)
 
 /* Reached only through function pointers (timer ops, libunwind's
- * callbacks): each is an entry point for the check too. */
+ * callbacks, the guarded reads' fault handler): each is an entry point for
+ * the check too. */
 #define SP_SIGSAFE_INDIRECT(X)                                                                     \
 	X(sp_cpu_weight)                                                                           \
 	X(sp_posix_rearm)                                                                          \
 	X(sp_iterate_snapshot)                                                                     \
+	X(sp_py_fault)                                                                             \
 	X(sigprocmask)
 
 /* The reachable functions that call through a pointer: the timer's weight
@@ -96,12 +98,21 @@
 	X(sp_pystack_read)                                                                         \
 	X(sp_pystack_place)                                                                        \
 	X(sp_safe_copy)                                                                            \
+	X(sp_safe_word)                                                                            \
+	X(sp_py_fault)                                                                             \
+	X(sp_safe_resume)                                                                          \
+	X(sp_safe_landing)                                                                         \
+	X(sp_rdw)                                                                                  \
+	X(sp_rd32)                                                                                 \
+	X(sp_rd8)                                                                                  \
+	X(sp_rd_code)                                                                              \
+	X(sp_memo_offset)                                                                          \
+	X(sp_name_frame)                                                                           \
+	X(sp_name_frames)                                                                          \
 	X(sp_add_frame)                                                                            \
 	X(sp_walk)                                                                                 \
 	X(sp_tstate)                                                                               \
 	X(sp_rd)                                                                                   \
-	X(sp_word)                                                                                 \
-	X(sp_i32)                                                                                  \
 	X(sp_end_segment)                                                                          \
 	X(sp_code_id)                                                                              \
 	X(sp_code_fp)                                                                              \
