@@ -3,6 +3,7 @@
  */
 #include "sampler/pystack.h"
 #include "format/profile.h"
+#include "sampler/hot.h"
 #include "sampler/python.h"
 #include "sampler/ring.h"
 #include "sampler/saferead.h"
@@ -63,12 +64,11 @@ int sp_pystack_init(void)
 {
 	if (sp_codes)
 		return 0;
-	/* resident from the start, like the unwinder's rule cache (rulecache.c):
+	/* resident from the start, beside the unwinder's rule cache (hot.h):
 	 * a probe then an insert on a fresh page is a copy-on-write fault and
 	 * a TLB flush of every CPU, inside the handler */
-	void *p = mmap(NULL, SP_CODES * sizeof(*sp_codes), PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	if (p == MAP_FAILED)
+	void *p = sp_hot_alloc(SP_CODES * sizeof(*sp_codes));
+	if (!p)
 		return -errno;
 	sp_codes = p;
 	return 0;
