@@ -105,7 +105,7 @@ static void sp_info_print(FILE *f, const char *path, const struct sp_profile *p,
 	if (st->handler_ns && s.samples)
 		fprintf(
 		    f,
-		    "handler:     %.1f us of CPU per sample in the handler body (unwinding; not "
+		    "handler:     %.2f us of CPU per sample in the handler body (unwinding; not "
 		    "the timer or signal delivery)\n",
 		    (double)st->handler_ns / 1e3 / (double)s.samples);
 	if (p->n_pyinfos) {
