@@ -134,9 +134,8 @@ uint64_t *sp_pystack_sps(struct sp_thread *t)
  * Reads of the interpreter's memory: false for an address no object can
  * have, or a read that faulted. Strings and line tables are copied
  * (sp_rd); the fields of frames, code objects and thread states are
- * loaded one at a time (sp_rdw, sp_rd32, sp_rd8), straight into registers:
- * a copy of the whole struct followed by reads of it waited for the copy's
- * stores, and was most of a Python frame's cost.
+ * loaded one at a time (sp_rdw, sp_rd32, sp_rd8), straight into registers,
+ * so that only the fields used are read.
  */
 SP_SIGSAFE static bool sp_rd(void *dst, uintptr_t src, size_t n)
 {
@@ -204,7 +203,8 @@ struct sp_codehdr {
 	int32_t firstlineno, firsttraceable;	       /* firsttraceable 3.11+ */
 };
 
-/* The bytes from the start of a code object to its last field used. */
+/* The bytes from the start of a code object to its last field used (the
+ * walk prefetches them). */
 #define SP_CODE_HDR 256
 
 /* Code object code's fields into h: false if it can't be read or is not a

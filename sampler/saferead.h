@@ -39,10 +39,8 @@ SP_SIGSAFE struct sp_safe_word sp_safe_word(uintptr_t addr);
 
 /*
  * The 8 bytes at addr into *v: true, or false when the load faulted (*v
- * is then unchanged). For the handler's many small reads: the value comes
- * back in a register, where the bytes sp_safe_copy stores must reach the
- * cache before a load can see them (a wait of tens of cycles a read).
- * Signal-safe.
+ * is then unchanged). For the handler's many small reads: one field, in a
+ * register, with no copy through memory. Signal-safe.
  */
 SP_SIGSAFE static inline bool sp_safe_load(uint64_t *v, uintptr_t addr)
 {
