@@ -2,6 +2,7 @@
  * fork.c - the fork hooks (fork.h).
  */
 #include "sampler/fork.h"
+#include "sampler/pystack.h"
 #include "sampler/api.h"
 #include "sampler/interpose.h"
 #include "sampler/modules.h"
@@ -73,6 +74,7 @@ static void sp_fork_child(void)
 	for (uint32_t i = 0; i < n; i++)
 		atomic_store(&sp_g.threads[i].in_modules, 0);
 	sp_writer_forget();
+	sp_pystack_atfork_child();
 	sp_g.pid = getpid();
 	sp_g.start_mono_ns = sp_now_ns();
 	struct timespec ts;

@@ -46,10 +46,13 @@ static _Atomic uint64_t sp_code_deaths;
  * work. Direct-mapped; in the thread's scratch.
  *
  * A code object is memoized only when the table already knew it with the
- * same fingerprint: met in two samples. The interpreter unlinks a frame
- * before its code can die, so a frame on the thread's chain holds a live
- * code object; a torn read that met a dead one would need to meet it
- * twice, unchanged, to be remembered.
+ * same fingerprint: met twice (in two samples, of any threads). From
+ * 3.11.1 on the interpreter unlinks a frame before its code can die, so a
+ * frame on the thread's chain holds a live code object (3.10 too; 3.11.0
+ * cleared a frame first, GH-99729); a torn read that met a dead one would
+ * need to meet it twice, unchanged, to be remembered. A death drops the
+ * code's table slot before it is counted, so a handler that reads the new
+ * count can't find the dying code in the table and memoize it.
  */
 struct sp_codememo {
 	uintptr_t code;
@@ -84,17 +87,30 @@ void sp_pystack_forget(uintptr_t addr)
 {
 	if (!sp_codes)
 		return;
-	/* before the memory can hold another object: every memo is stale */
-	atomic_fetch_add(&sp_code_deaths, 1);
 	uint32_t h = sp_code_hash(addr);
 	for (uint32_t i = 0; i < SP_CODE_PROBES; i++) {
 		struct sp_codeent *e = &sp_codes[(h + i) & (SP_CODES - 1)];
 		uintptr_t a = atomic_load(&e->addr);
 		if (a == 0)
-			return;
-		if (a == addr)
-			atomic_compare_exchange_strong(&e->addr, &a, SP_CODE_DROPPED);
+			break;
+		/* the id goes too: a reader that meets the address again, once
+		 * another code object has it, finds no id until that one's */
+		if (a == addr && atomic_compare_exchange_strong(&e->addr, &a, SP_CODE_DROPPED))
+			atomic_store_explicit(&e->id, 0, memory_order_release);
 	}
+	/* then every memo is stale, before the memory can hold another object:
+	 * a handler that sees the new count sees the slot dropped too */
+	atomic_fetch_add(&sp_code_deaths, 1);
+}
+
+void sp_pystack_atfork_child(void)
+{
+	if (!sp_codes)
+		return;
+	/* the child writes a profile of its own: every code object is named
+	 * in it afresh, and no memo names one from the parent's */
+	memset(sp_codes, 0, SP_CODES * sizeof(*sp_codes));
+	atomic_fetch_add(&sp_code_deaths, 1);
 }
 
 /* ---- per-thread scratch ----------------------------------------------- */
@@ -349,8 +365,13 @@ SP_SIGSAFE static uint32_t sp_code_id(struct sp_thread *t, uintptr_t code,
 		struct sp_codeent *e = &sp_codes[(h + i) & (SP_CODES - 1)];
 		uintptr_t a = atomic_load_explicit(&e->addr, memory_order_acquire);
 		if (a == code) {
+			/* the id, its fingerprint, and the id again: a slot being
+			 * filled (id 0, fp, id) never pairs one code's id with
+			 * another's fingerprint */
 			uint32_t id = atomic_load_explicit(&e->id, memory_order_acquire);
-			if (id && atomic_load_explicit(&e->fp, memory_order_relaxed) == fp) {
+			uint32_t efp = atomic_load_explicit(&e->fp, memory_order_acquire);
+			if (id && efp == fp &&
+			    atomic_load_explicit(&e->id, memory_order_relaxed) == id) {
 				*known = true;
 				return id;
 			}
@@ -371,7 +392,7 @@ SP_SIGSAFE static uint32_t sp_code_id(struct sp_thread *t, uintptr_t code,
 		 * twice, and both records describe it */
 		if (a == code || atomic_compare_exchange_strong(&free_slot->addr, &a, code)) {
 			atomic_store_explicit(&free_slot->id, 0, memory_order_relaxed);
-			atomic_store_explicit(&free_slot->fp, fp, memory_order_relaxed);
+			atomic_store_explicit(&free_slot->fp, fp, memory_order_release);
 			atomic_store_explicit(&free_slot->id, id, memory_order_release);
 		}
 	}
@@ -405,16 +426,23 @@ struct sp_walk_out {
  * started yet: CPython leaves it out of tracebacks, and so does this; a
  * generator's is never "not started".
  */
+/* The memo's entry for code, if it holds code at this epoch; else NULL. */
+SP_SIGSAFE static struct sp_codememo *sp_memo_hit(const struct sp_walk_out *o, uintptr_t code)
+{
+	struct sp_codememo *m = &o->memo[sp_code_hash(code) % SP_MEMO];
+	return m->id && m->code == code && m->epoch == o->epoch ? m : NULL;
+}
+
 SP_SIGSAFE static bool sp_name_frame(struct sp_thread *t, const struct sp_walk_out *o,
 				     uintptr_t code, uint64_t iw, uint64_t *word)
 {
 	const struct sp_pylayout *L = &sp_py.L;
 	struct sp_codehdr hdr;
 	uint32_t id = 0, instr = SP_PYFRAME_NO_INSTR;
-	struct sp_codememo *m = &o->memo[sp_code_hash(code) % SP_MEMO];
+	struct sp_codememo *m = NULL;
 	bool known = false; /* the code object's fields are in hdr */
 	if (!(iw & SP_INSTR_UNREAD)) {
-		if (m->code == code && m->epoch == o->epoch) {
+		if ((m = sp_memo_hit(o, code))) {
 			id = m->id;
 			hdr.firsttraceable = m->firsttraceable;
 			hdr.nunits = m->nunits;
@@ -442,8 +470,8 @@ SP_SIGSAFE static bool sp_name_frame(struct sp_thread *t, const struct sp_walk_o
 		 * and with the same fingerprint now */
 		bool named_before = false;
 		if (!id && (id = sp_code_id(t, code, &hdr, &named_before)) && named_before)
-			*m = (struct sp_codememo){code, o->epoch, id, hdr.firsttraceable,
-						  hdr.nunits};
+			o->memo[sp_code_hash(code) % SP_MEMO] = (struct sp_codememo){
+			    code, o->epoch, id, hdr.firsttraceable, hdr.nunits};
 	}
 	if (!id)
 		atomic_fetch_add_explicit(&t->py_unreadable, 1, memory_order_relaxed);
@@ -477,8 +505,7 @@ SP_SIGSAFE static void sp_name_frames(struct sp_thread *t, struct sp_walk_out *o
  * sp_name_frame reads. A prefetch never faults, whatever the address. */
 SP_SIGSAFE static void sp_prefetch_code(const struct sp_walk_out *o, uintptr_t code)
 {
-	const struct sp_codememo *m = &o->memo[sp_code_hash(code) % SP_MEMO];
-	if (code < 4096 || (m->code == code && m->epoch == o->epoch))
+	if (code < 4096 || sp_memo_hit(o, code))
 		return; /* the memo knows it: nothing to read */
 	for (uint32_t off = 0; off < SP_CODE_HDR; off += 64)
 		__builtin_prefetch((const void *)(code + off), 0, 3);

@@ -45,6 +45,10 @@ int sp_pystack_init(void);
  * the GIL (python.c's tp_dealloc wrapper). */
 void sp_pystack_forget(uintptr_t addr);
 
+/* In a forked child, before its timer is armed: forgets every code object
+ * named, as they were named in the parent's profile. */
+void sp_pystack_atfork_child(void);
+
 /* Bytes of per-thread scratch the handler needs (python.c maps it). */
 size_t sp_pystack_scratch_size(void);
 

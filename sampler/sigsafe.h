@@ -107,6 +107,9 @@
 	X(sp_rd8)                                                                                  \
 	X(sp_rd_code)                                                                              \
 	X(sp_memo_offset)                                                                          \
+	X(sp_memo_hit)                                                                             \
+	X(sp_safe_load)                                                                            \
+	X(sp_prefetch_code)                                                                        \
 	X(sp_name_frame)                                                                           \
 	X(sp_name_frames)                                                                          \
 	X(sp_add_frame)                                                                            \
