@@ -38,6 +38,17 @@ void sp_ring_populate(struct sp_ring *r, size_t upto)
 		r->populated = r->n_words; /* not supported (EINVAL): don't ask again */
 }
 
+void sp_ring_keep_ahead(struct sp_ring *r)
+{
+	size_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+	size_t wrote = head >= r->seen ? head - r->seen : head + (r->n_words - r->seen);
+	r->seen = head;
+	if (r->populated >= r->n_words || wrote == 0)
+		return;
+	size_t ahead = wrote > SP_RING_AHEAD / 4 ? SP_RING_AHEAD : 4 * wrote;
+	sp_ring_populate(r, head + ahead);
+}
+
 void sp_ring_release(struct sp_ring *r)
 {
 	if (r->words)

@@ -27,25 +27,34 @@ struct sp_ring {
 	size_t reserved_at;  /* producer-private: start of the open reservation */
 	size_t reserved_len;
 	size_t populated; /* words from the start known to be backed by memory */
+	size_t seen;	  /* head at the last sp_ring_keep_ahead (the consumer's) */
 };
 
 /* Maps n_words of memory for r. 0 or -errno. Not signal-safe. */
 int sp_ring_init(struct sp_ring *r, size_t n_words);
 /*
- * Backs the ring with memory up to upto words from its start (or its end),
- * so that the producer's first lap writes into pages already there instead
- * of taking a page fault in the signal handler. Memory grows only as the
- * callers ask; a kernel without MADV_POPULATE_WRITE leaves the faults where
- * they were. Not signal-safe; the producer may be writing meanwhile.
+ * Backs the ring with memory up to upto words from its start (at most its
+ * end), so that the producer's first lap writes into pages already there
+ * instead of taking a page fault in the signal handler. A kernel without
+ * MADV_POPULATE_WRITE leaves the faults where they were. Not signal-safe;
+ * the producer may be writing meanwhile.
  */
 void sp_ring_populate(struct sp_ring *r, size_t upto);
 /*
+ * The consumer, at each drain: backs four times what the producer wrote
+ * since the last call ahead of it, at most SP_RING_AHEAD; nothing for a
+ * thread that took no sample (an idle pool thread keeps only what its
+ * start gave it). Not signal-safe.
+ */
+void sp_ring_keep_ahead(struct sp_ring *r);
+
+/*
  * How much of a ring is backed ahead of its producer, in words: a new
  * thread's first 32 KiB (about 8 us, at the thread's start), then, at each
- * drain (every 20 ms), the writer keeps 128 KiB backed ahead of where the
- * handler writes: ~60 samples of 250 frames, 3 drains' worth at 1 kHz. A
- * page costs about as much to populate as to fault in: this moves the cost
- * off the sampled thread, it doesn't remove it.
+ * drain (every 20 ms), the writer's sp_ring_keep_ahead, up to 128 KiB
+ * ahead: ~60 samples of 250 frames. A page costs about as much to
+ * populate as to fault in: this moves the cost off the sampled thread, it
+ * doesn't remove it.
  */
 #define SP_RING_FIRST ((32u << 10) / sizeof(uint64_t))
 #define SP_RING_AHEAD ((128u << 10) / sizeof(uint64_t))

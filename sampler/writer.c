@@ -423,9 +423,7 @@ static void sp_drain_all(struct sp_wstate *s, bool names)
 		if (st == SP_SLOT_LIVE) {
 			sp_drain_slot(s, i, t);
 			/* the handler's next writes go to memory already there */
-			if (t->ring.populated < t->ring.n_words)
-				sp_ring_populate(&t->ring,
-						 atomic_load(&t->ring.head) + SP_RING_AHEAD);
+			sp_ring_keep_ahead(&t->ring);
 			if (names)
 				sp_thread_name(s, i, t, NULL);
 		} else if (st == SP_SLOT_DEAD) {

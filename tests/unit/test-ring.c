@@ -2,6 +2,7 @@
  * and memory backed ahead of the producer. */
 #include <stdio.h>
 #include <string.h>
+#include <stdatomic.h>
 #include <sys/mman.h>
 
 #include "sampler/ring.h"
@@ -45,6 +46,16 @@ static size_t resident(const struct sp_ring *r)
 	return n;
 }
 
+/* Whether this kernel has MADV_POPULATE_WRITE. */
+static int can_populate(void)
+{
+	void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int ok = p != MAP_FAILED && madvise(p, 4096, 23 /* MADV_POPULATE_WRITE */) == 0;
+	if (p != MAP_FAILED)
+		munmap(p, 4096);
+	return ok;
+}
+
 int main(void)
 {
 	struct sp_ring r;
@@ -86,7 +97,12 @@ int main(void)
 
 	sp_ring_release(&r);
 
-	/* populating backs whole pages up to the word asked for, and no more */
+	/* populating backs whole pages up to the word asked for, and no more
+	 * (MADV_POPULATE_WRITE: Linux 5.14) */
+	if (!can_populate()) {
+		printf("test-ring: this kernel has no MADV_POPULATE_WRITE: populate not checked\n");
+		return check_exit("test-ring");
+	}
 	CHECK(sp_ring_init(&r, 16 * 512) == 0); /* 16 pages */
 	CHECK(resident(&r) == 0);
 	sp_ring_populate(&r, 512 * 3 + 1);
@@ -95,6 +111,23 @@ int main(void)
 	CHECK(resident(&r) == 4);
 	sp_ring_populate(&r, 1u << 20); /* past the end: up to it */
 	CHECK(resident(&r) == 16 && r.populated == r.n_words);
+	sp_ring_release(&r);
+
+	/* keeping ahead: nothing for a producer that wrote nothing, then four
+	 * times what it wrote, then at most SP_RING_AHEAD */
+	CHECK(sp_ring_init(&r, 2 * SP_RING_AHEAD) == 0);
+	sp_ring_keep_ahead(&r);
+	CHECK(r.populated == 0);
+	CHECK(push(&r, 100, 1) == 0); /* 101 words with its header */
+	sp_ring_keep_ahead(&r);
+	CHECK(r.populated == 512); /* 101 + 404 words: the first page */
+	sp_ring_keep_ahead(&r);
+	CHECK(r.populated == 512);
+	for (int i = 0; i < 10; i++) /* 5,010 words: more than a quarter of it */
+		CHECK(push(&r, 500, 1) == 0);
+	sp_ring_keep_ahead(&r);
+	size_t head = atomic_load(&r.head);
+	CHECK(r.populated >= head + SP_RING_AHEAD && r.populated < head + SP_RING_AHEAD + 512);
 	sp_ring_release(&r);
 	return check_exit("test-ring");
 }
