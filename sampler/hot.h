@@ -10,7 +10,9 @@
  * load of the slot. The tables come instead from one 2 MiB region, aligned
  * and marked for a transparent huge page: one TLB entry covers them all.
  * Where the kernel gives no huge page (THP off, no free 2 MiB), the region
- * is plain 4 KiB pages, as before.
+ * is plain 4 KiB pages, as before. With THP's defrag at "madvise" (the
+ * kernel's default), finding the 2 MiB may compact memory then and there:
+ * a stall at start-up, once, on a fragmented machine.
  */
 #ifndef SP_SAMPLER_HOT_H
 #define SP_SAMPLER_HOT_H
