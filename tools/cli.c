@@ -461,13 +461,18 @@ bool sp_cli_load(const char *path, const struct sp_model_opts *mo, struct sp_cli
 	return in->model != NULL;
 }
 
-struct sp_view *sp_cli_view(const char *path, const struct sp_model *m, enum sp_rollup_by by)
+struct sp_view *sp_cli_view_of(const char *path, const struct sp_model *m, enum sp_view_by by)
 {
-	struct sp_view *v =
-	    sp_view_new(m, by == SP_ROLLUP_MODULE_PATH ? SP_VIEW_MODULE_PATH : SP_VIEW_OP);
+	struct sp_view *v = sp_view_new(m, by);
 	if (!v)
 		sp_cli_error("%s: %s", path, strerror(errno));
 	return v;
+}
+
+struct sp_view *sp_cli_view(const char *path, const struct sp_model *m, enum sp_rollup_by by)
+{
+	return sp_cli_view_of(path, m,
+			      by == SP_ROLLUP_MODULE_PATH ? SP_VIEW_MODULE_PATH : SP_VIEW_OP);
 }
 
 bool sp_cli_partial(const struct sp_cli_input *in)

@@ -297,6 +297,9 @@ bool sp_cli_load(const char *path, const struct sp_model_opts *mo, struct sp_cli
  * returns NULL. Free it with sp_view_free() before the model.
  */
 struct sp_view *sp_cli_view(const char *path, const struct sp_model *m, enum sp_rollup_by by);
+/* The same for any view of view.h (SP_VIEW_OP_PYTHON: table's operators
+ * by their Python callers). */
+struct sp_view *sp_cli_view_of(const char *path, const struct sp_model *m, enum sp_view_by by);
 
 /* Whether in's profile was cut off (its output is then not a clean run's). */
 bool sp_cli_partial(const struct sp_cli_input *in);

@@ -2,7 +2,6 @@
  * cmd-table.c - `stackprof table`: the key_averages(group_by_stack_n=N).table()
  * summary of torch.profiler, from samples.
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -145,15 +144,10 @@ int sp_cmd_table(int argc, char **argv)
 	/* operators by their Python callers, as with_stack groups them, when
 	 * the profile has Python frames to show */
 	to.python_callers = by == SP_ROLLUP_OP && to.stack_n && sp_has_python(in.model);
-	if (to.python_callers) {
-		view = sp_view_new(in.model, SP_VIEW_OP_PYTHON);
-		if (!view) {
-			sp_cli_error("%s: %s", a.operands[0], strerror(errno));
-			goto out;
-		}
-		model = sp_view_model(view);
-	} else if (by != SP_ROLLUP_FUNCTION) {
-		view = sp_cli_view(a.operands[0], in.model, by);
+	if (to.python_callers || by != SP_ROLLUP_FUNCTION) {
+		view = to.python_callers
+			   ? sp_cli_view_of(a.operands[0], in.model, SP_VIEW_OP_PYTHON)
+			   : sp_cli_view(a.operands[0], in.model, by);
 		if (!view)
 			goto out;
 		model = sp_view_model(view);
