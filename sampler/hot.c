@@ -17,6 +17,11 @@
 static _Atomic(char *) sp_hot;
 static _Atomic size_t sp_hot_used;
 
+int sp_populate(void *p, size_t len)
+{
+	return madvise(p, len, MADV_POPULATE_WRITE);
+}
+
 /* The region: 2 MiB, 2 MiB-aligned, marked for a huge page, not yet
  * resident. NULL if it can't be mapped. */
 static char *sp_hot_map(void)
@@ -38,7 +43,7 @@ static char *sp_hot_map(void)
  * is then a copy-on-write fault that flushes every CPU's TLB. */
 static void sp_hot_fill(char *p, size_t len)
 {
-	if (madvise(p, len, MADV_POPULATE_WRITE) == 0)
+	if (sp_populate(p, len) == 0)
 		return;
 	for (size_t i = 0; i < len; i += 4096)
 		((volatile char *)p)[i] = 0;

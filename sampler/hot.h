@@ -26,4 +26,10 @@
  */
 void *sp_hot_alloc(size_t len);
 
+/* Makes the pages of [p, p + len) resident and writable now
+ * (MADV_POPULATE_WRITE), so that no first write to them faults later:
+ * 0, or -1 with errno set (EINVAL: a kernel before 5.14). Not
+ * signal-safe. */
+int sp_populate(void *p, size_t len);
+
 #endif

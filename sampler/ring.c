@@ -1,4 +1,5 @@
 #include "sampler/ring.h"
+#include "sampler/hot.h"
 
 #include <errno.h>
 #include <string.h>
@@ -20,9 +21,6 @@ int sp_ring_init(struct sp_ring *r, size_t n_words)
 
 void sp_ring_populate(struct sp_ring *r, size_t upto)
 {
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
-#endif
 	if (upto > r->n_words)
 		upto = r->n_words;
 	/* whole pages: the first page not yet backed, to the page that holds upto */
@@ -32,7 +30,7 @@ void sp_ring_populate(struct sp_ring *r, size_t upto)
 		to = r->n_words;
 	if (!r->words || to <= from)
 		return;
-	if (madvise(r->words + from, (to - from) * sizeof(uint64_t), MADV_POPULATE_WRITE) == 0)
+	if (sp_populate(r->words + from, (to - from) * sizeof(uint64_t)) == 0)
 		r->populated = to;
 	else
 		r->populated = r->n_words; /* not supported (EINVAL): don't ask again */
