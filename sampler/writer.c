@@ -377,6 +377,9 @@ static void sp_drain_slot(struct sp_wstate *s, uint32_t i, struct sp_thread *t)
 		}
 		size_t depth = words - SP_ENTRY_PCS;
 		uint32_t id = sp_stack_id(s, e + SP_ENTRY_PCS, depth, flags);
+		/* a range pushed since this pass synced them: its record first */
+		if (e[SP_ENTRY_RANGE] > s->ranges_emitted)
+			sp_ranges_sync(s);
 		if (id) {
 			struct sp_prof_sample rec = {
 			    .tid = t->tid,

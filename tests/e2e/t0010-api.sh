@@ -2,7 +2,8 @@
 # The C API (stackprof.h): named ranges appear as frames like
 # record_function, each just inside the function that pushed it (issue 17
 # point 5); a wait,warmup,active,repeat schedule keeps only the active
-# steps; the same binary runs without the profiler (stub library).
+# steps; the same binary runs without the profiler (stub library); ranges
+# pushed while the writer drains reach the profile before their samples.
 . "$(dirname "$0")/lib.sh"
 
 "$BIN/api_user" ranges >plain.txt
@@ -29,6 +30,18 @@ active=$(share s.folded ';step_active;')
 idle=$(share s.folded ';step_idle;')
 say "schedule: step_active $active%, step_idle $idle%"
 check "only active steps are sampled" awk -v a="$active" -v i="$idle" 'BEGIN { exit !(a > 90 && i < 5) }'
+
+# ranges that appear while the writer drains: each sample's range is
+# written before the sample (the reader refuses a sample whose range it
+# has not read); 4 threads push 20,000 new names in all
+"$SP" run --no-summary -F 3000 -o f.prof -- "$BIN/api_user" fresh >/dev/null
+"$SP" info f.prof >f.info 2>f.err
+check "new ranges as the writer drains: the profile reads whole" \
+	bash -c "[ ! -s f.err ] && grep -q '^samples: *[0-9]' f.info"
+"$SP" collapse --frame func f.prof >f.folded
+fresh=$(grep -o ';fresh_[0-9.]*;' f.folded | sort -u | wc -l)
+say "distinct fresh ranges in the samples: $fresh"
+check "and its samples carry them (>= 1,000 distinct)" [ "$fresh" -ge 1000 ]
 
 STACKPROF_SCHEDULE=0,0,0 "$SP" run --no-summary -o bad.prof -- "$BIN/api_user" ranges >/dev/null 2>bad.err
 check "a bad STACKPROF_SCHEDULE is reported, the program still runs" grep -q 'STACKPROF_SCHEDULE=0,0,0 ignored' bad.err

@@ -7,10 +7,14 @@
  *                       run_passes(), which pushes "LINEAR PASS" around
  *                       work_linear() and "CONV PASS" around work_conv():
  *                       each range belongs just inside its pusher
+ *   api_user fresh      4 threads, each pushing 5,000 new range names
+ *                       ~50 us of CPU apart, each once: samples that carry a range
+ *                       the writer has not written yet
  *   api_user schedule   10 steps with schedule 2,1,3,1 (wait 2, warmup 1,
  *                       active 3, once): only steps 3..5 are sampled; every
  *                       step runs step_work(step) so the steps are told apart
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -67,6 +71,36 @@ __attribute__((noinline)) void step_idle(void)
 	burn(0.1);
 }
 
+#define FRESH_THREADS 4
+#define FRESH_RANGES  5000
+
+/* Takes a path of 16 calls spelled by the bits of i, so each range's
+ * samples have a stack of their own (the writer has new stacks to write
+ * while ranges appear), and runs one new range at its end. */
+__attribute__((noinline)) static void fresh_path(long t, long i, int bit)
+{
+	if (bit == 16) {
+		char name[32];
+		snprintf(name, sizeof(name), "fresh %ld.%ld", t, i);
+		stackprof_range_push(name);
+		burn(50e-6);
+		stackprof_range_pop();
+	} else if (i >> bit & 1) {
+		fresh_path(t, i, bit + 1);
+		sink += 1;
+	} else {
+		fresh_path(t, i, bit + 1);
+		sink += 2;
+	}
+}
+
+static void *fresh(void *arg)
+{
+	for (long i = 0; i < FRESH_RANGES; i++)
+		fresh_path((long)arg, i, 0);
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "ranges";
@@ -76,6 +110,15 @@ int main(int argc, char **argv)
 		stackprof_range_pop();
 		printf("api_user: ranges done (profiler %s)\n",
 		       stackprof_active() ? "active" : "absent");
+		return 0;
+	}
+	if (!strcmp(mode, "fresh")) {
+		pthread_t th[FRESH_THREADS];
+		for (long i = 0; i < FRESH_THREADS; i++)
+			pthread_create(&th[i], NULL, fresh, (void *)i);
+		for (long i = 0; i < FRESH_THREADS; i++)
+			pthread_join(th[i], NULL);
+		printf("api_user: fresh done\n");
 		return 0;
 	}
 	if (!strcmp(mode, "schedule")) {
