@@ -216,6 +216,8 @@ SP_EXPORT int dlclose(void *handle)
 {
 	if (!atomic_load(&sp_g.enabled))
 		return SP_REAL(dlclose)(handle);
+	/* named even if it lived less than one drain interval */
+	sp_writer_record_modules();
 	atomic_fetch_add(&sp_g.modules_changing, 1);
 	/* never hang the program: after a second the close goes ahead */
 	sp_modules_quiesce();

@@ -71,7 +71,8 @@ struct sp_wstate {
 	struct sp_recmod *mods;
 	size_t n_mods, cap_mods;
 	uint64_t mod_gen;
-	uint64_t py_gen; /* the Python status last recorded */
+	bool mods_listed; /* the modules there at start are recorded: later ones were dlopen'ed */
+	uint64_t py_gen;  /* the Python status last recorded */
 	/* thread names emitted, by slot */
 	pid_t name_tid[SP_MAX_THREADS];
 	char name[SP_MAX_THREADS][64];
@@ -218,7 +219,7 @@ static void sp_module_record(const struct sp_mod *m, void *arg)
 		rec.image = (uint8_t *)m->start;
 		rec.image_len = m->end - m->start;
 	}
-	if (s->mod_gen > 1)
+	if (s->mods_listed)
 		rec.flags |= SP_MOD_DLOPEN;
 	rec.build_id_len = (uint32_t)sp_module_build_id(m, rec.build_id, sizeof(rec.build_id));
 	sp_prof_writer_module(s->w, &rec);
@@ -254,6 +255,7 @@ static void sp_modules_sync(struct sp_wstate *s)
 	for (size_t i = 0; i < s->n_mods; i++)
 		s->mods[i].seen = false;
 	sp_modules_foreach(sp_module_record, s);
+	s->mods_listed = true;
 	for (size_t i = 0; i < s->n_mods; i++) {
 		struct sp_recmod *r = &s->mods[i];
 		if (r->live && !r->seen) {
@@ -417,6 +419,10 @@ static void sp_add_counters(struct sp_prof_stats *st, struct sp_thread *t)
 
 static void sp_drain_all(struct sp_wstate *s, bool names)
 {
+	/* every pass: the handler unwinds through a dlopen'ed module, and its
+	 * samples are named, within one drain interval of the load */
+	sp_modules_sync(s);
+	sp_python_sync(s);
 	sp_ranges_sync(s);
 	sp_marks_sync(s);
 	uint32_t n = atomic_load(&sp_g.n_slots);
@@ -578,8 +584,6 @@ static void sp_writer_failed(struct sp_wstate *s, int err)
 
 static void sp_flush(struct sp_wstate *s, uint32_t flags)
 {
-	sp_modules_sync(s);
-	sp_python_sync(s);
 	sp_drain_all(s, true);
 	sp_jit_sync(s);
 	sp_write_stats(s, flags);
@@ -863,6 +867,23 @@ void sp_writer_flush_now(void)
 	pthread_cond_broadcast(&sp_g.wake);
 	while (s->flush_done < seq && !s->stop)
 		pthread_cond_wait(&sp_g.wake, &sp_g.lock);
+	pthread_mutex_unlock(&sp_g.lock);
+}
+
+void sp_writer_record_modules(void)
+{
+	struct sp_wstate *s = sp_ws;
+	if (!s || !sp_g.writer_running || s->tid == sp_gettid())
+		return;
+	/* never hang the program's dlclose: after a second it goes ahead */
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec++;
+	if (pthread_mutex_timedlock(&sp_g.lock, &ts) != 0)
+		return;
+	/* stop: parked, or the final flush owns the state */
+	if (!s->stop)
+		sp_modules_sync(s);
 	pthread_mutex_unlock(&sp_g.lock);
 }
 

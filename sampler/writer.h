@@ -23,6 +23,11 @@ int sp_writer_start(void);
 /* Drains and flushes now, and waits until it is done. */
 void sp_writer_flush_now(void);
 
+/* Records the modules loaded now, if the writer has not yet: dlclose
+ * calls it before a module goes, so one loaded and closed between two
+ * drains is still named. Waits at most a second for the writer. */
+void sp_writer_record_modules(void);
+
 /* Drains and flushes with the stats marked "exec": the profile reads as
  * complete if the exec succeeds. */
 void sp_writer_exec_flush(void);

@@ -1,6 +1,8 @@
 #!/bin/bash
 # A library dlopen()ed half way through the run (built without frame
-# pointers): its frames are named from its own DWARF and unwind to main.
+# pointers): its frames are named from its own DWARF and unwind to main,
+# from one drain interval after the load; one that is closed within
+# milliseconds is still recorded and named.
 . "$(dirname "$0")/lib.sh"
 
 "$SP" run --no-summary -o d.prof -- "$BIN/dlopen_main" "$BIN/libsp_plugin.so" >/dev/null
@@ -14,4 +16,29 @@ check "code before the dlopen is there too" grep -qE ';main;before_dlopen' d.fol
 p=$(share d.folded 'plugin_work')
 say "plugin share: $p%"
 check "the plugin has more than half the time" awk -v p="$p" 'BEGIN { exit !(p > 50) }'
+check "modules there from the start are not marked (dlopen)" \
+	bash -c "! grep -E 'libc\.so\.6 \(dlopen\)|dlopen_main \(dlopen\)' info.txt"
+
+# the handler unwinds through the new module from the next drain (20 ms),
+# not the next flush (200 ms): nearly every plugin sample reaches main
+"$SP" run --no-summary -F 1000 -o f.prof -- "$BIN/dlopen_main" "$BIN/libsp_plugin.so" >/dev/null
+"$SP" collapse --frame func f.prof |
+	awk '/plugin_inner [0-9]+$/ { t += $NF; if ($0 !~ /;main;plugin_work;plugin_inner [0-9]+$/) b += $NF }
+	     END { printf "%d %d\n", b, t }' >f.split
+read -r bad all <f.split
+say "plugin_inner: $bad of $all (weight) not under main;plugin_work"
+check "at most 5% of the plugin's samples miss their callers" [ "$all" -gt 0 -a $((bad * 20)) -le "$all" ]
+
+# a module that lives 1 ms, less than a drain interval, is recorded as it
+# is closed: its frames are named (three runs, each loading at another
+# phase of the writer's 20 ms drains: without the record at dlclose a drain
+# falls inside its life about one time in twenty)
+for i in 1 2 3; do
+	"$SP" run --no-summary -F 10000 -o b$i.prof -- "$BIN/dlopen_main" "$BIN/libsp_plugin.so" brief "0.10$((i * 3))" >/dev/null
+	"$SP" info -m b$i.prof >b$i.info
+	named=$("$SP" collapse --frame func b$i.prof | awk '/;plugin_inner [0-9]+$/ { n += $NF } END { print n + 0 }')
+	say "brief run $i: plugin_inner named for ${named} us"
+	check "brief run $i: the closed plugin is recorded and its frames named" \
+		bash -c "grep -q 'libsp_plugin.so (dlopen)' b$i.info && [ $named -ge 200 ]"
+done
 finish

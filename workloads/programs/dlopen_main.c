@@ -2,10 +2,14 @@
  * dlopen_main.c - works in its own code, then dlopen()s a plugin (argv[1])
  * and works in it: frames from the plugin must be named and unwind to main.
  * With argv[2] = "loop", it then dlopen()s and dlclose()s the plugin in a
- * loop on several threads (the stress test).
+ * loop on several threads (the stress test). With argv[2] = "brief", main
+ * works argv[3] seconds of CPU (default 0.1) before the dlopen, the plugin
+ * works for 1 ms of CPU and is closed, and main works on for 0.3 s: a
+ * module that lived less than one drain interval (20 ms).
  */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,16 +69,21 @@ int main(int argc, char **argv)
 		printf("dlopen_main: loop done\n");
 		return 0;
 	}
-	before_dlopen(0.5);
+	bool brief = argc > 2 && !strcmp(argv[2], "brief");
+	before_dlopen(brief ? (argc > 3 ? atof(argv[3]) : 0.1) : 0.5);
 	void *h = dlopen(plugin_path, RTLD_NOW);
 	if (!h) {
 		fprintf(stderr, "dlopen: %s\n", dlerror());
 		return 1;
 	}
 	void (*work)(long) = (void (*)(long))dlsym(h, "plugin_work");
-	double end = cpu_seconds() + 1.0;
+	double end = cpu_seconds() + (brief ? 0.001 : 1.0);
 	while (cpu_seconds() < end)
-		work(10);
+		work(brief ? 1 : 10);
+	if (brief) {
+		dlclose(h);
+		before_dlopen(0.3);
+	}
 	printf("dlopen_main: done\n");
 	return 0;
 }
