@@ -118,8 +118,11 @@ static int sp_prof_writer_emit(struct sp_prof_writer *w, enum sp_rec_type type)
 	if (w->error)
 		return w->error;
 	if (w->rec.oom) {
+		/* sticky: a record left out would leave a gap in the ids the
+		 * reader checks, so the stream ends at its last good flush */
 		sp_buf_reset(&w->rec);
-		return -ENOMEM;
+		w->error = -ENOMEM;
+		return w->error;
 	}
 	uint8_t head[11];
 	struct sp_buf hb = {.data = head, .len = 0, .cap = sizeof(head)};

@@ -4,7 +4,8 @@
  * at every byte (never a crash; records up to the last flush kept), bit
  * flips (caught, never a crash), junk and empty files, and the writer's
  * batching: many small records and one larger than its buffer, in order,
- * and everything before a flush readable from the file at that moment.
+ * and everything before a flush readable from the file at that moment; a
+ * record that cannot be allocated ends the stream at the last flush.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -252,6 +253,46 @@ static void test_batching(const char *path, const char *copy)
 	free(table);
 }
 
+/* A record the writer cannot allocate ends the stream at the last flush:
+ * never a gap in the stack ids, which the reader refuses. */
+static void test_oom(const char *path)
+{
+#if defined(__SANITIZE_ADDRESS__)
+	(void)path; /* ASan aborts on the huge request instead of failing it */
+#else
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	struct sp_prof_writer *w = sp_prof_writer_new(fd);
+	struct sp_prof_header h = {
+	    .version = SP_PROFILE_VERSION, .timer = "t", .cmdline = "", .exe = "", .hostname = ""};
+	CHECK(sp_prof_writer_header(w, &h) == 0);
+	uint64_t pcs[2] = {0x401000, 0x400100};
+	struct sp_prof_stack st = {.id = 1, .depth = 2, .pcs = pcs};
+	CHECK(sp_prof_writer_stack(w, &st) == 0);
+	struct sp_prof_sample x = {.tid = 7, .stack = 1, .weight_ns = 1};
+	CHECK(sp_prof_writer_sample(w, &x) == 0);
+	CHECK(sp_prof_writer_flush(w) == 0);
+	/* more than the address space: the buffer's growth fails, nothing is copied */
+	uint8_t image[16] = {0};
+	struct sp_prof_module m = {
+	    .id = 1, .start = 0x400000, .end = 0x500000, .path = "[vdso]", .image = image};
+	m.image_len = (size_t)1 << 48;
+	CHECK(sp_prof_writer_module(w, &m) == -ENOMEM);
+	st.id = 2;
+	CHECK(sp_prof_writer_stack(w, &st) != 0);
+	x.stack = 2;
+	sp_prof_writer_sample(w, &x);
+	CHECK(sp_prof_writer_close(w) != 0);
+	close(fd);
+	char err[256];
+	struct sp_profile *p = sp_profile_read(path, err, sizeof(err));
+	CHECK(p != NULL);
+	if (p) {
+		CHECK(p->status == SP_READ_TRUNCATED && p->n_samples == 1 && p->n_stacks == 1);
+		sp_profile_free(p);
+	}
+#endif
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -340,6 +381,7 @@ int main(void)
 
 	test_windows(cut);
 	test_batching(path, cut);
+	test_oom(cut);
 
 	free(data);
 	unlink(path);
