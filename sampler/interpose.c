@@ -16,6 +16,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <time.h>
 #include <grp.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -259,6 +260,11 @@ static bool sp_park(void)
 			return false;
 		pthread_mutex_lock(&sp_park_lock);
 	}
+	if (atomic_load(&sp_g.stopping)) {
+		/* exit began meanwhile: its flush joins the writer, not us */
+		pthread_mutex_unlock(&sp_park_lock);
+		return false;
+	}
 	atomic_store(&sp_park_owner, me);
 	if (sp_parked++ == 0) {
 		if (sp_g.timer->park)
@@ -281,6 +287,26 @@ static void sp_unpark(void)
 	}
 	atomic_store(&sp_park_owner, 0);
 	pthread_mutex_unlock(&sp_park_lock);
+}
+
+void sp_park_stop(void)
+{
+	/* a signal handler that ends the process on a thread inside the
+	 * parking itself must not wait for its own lock */
+	bool locked = false;
+	if (atomic_load(&sp_park_owner) != sp_gettid()) {
+		/* a parking takes microseconds: a second without the lock means
+		 * its owner is stopped inside it, and exit goes ahead */
+		struct timespec ms = {.tv_nsec = 1000000};
+		for (int i = 0; i < 1000; i++) {
+			if ((locked = pthread_mutex_trylock(&sp_park_lock) == 0))
+				break;
+			nanosleep(&ms, NULL);
+		}
+	}
+	atomic_store(&sp_g.stopping, true);
+	if (locked)
+		pthread_mutex_unlock(&sp_park_lock);
 }
 
 void sp_park_atfork(int phase)

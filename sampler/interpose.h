@@ -35,4 +35,9 @@ void *sp_real_dlopen(const char *file, int mode);
  */
 void sp_park_atfork(int phase);
 
+/* Marks the process as stopping (sp_g.stopping) under the parking lock:
+ * a call parked now finds the threads stopped for good when it returns,
+ * and none is parked after it, so the final flush owns the writer. */
+void sp_park_stop(void);
+
 #endif

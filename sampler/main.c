@@ -8,6 +8,7 @@
 #include "sampler/main.h"
 #include "sampler/api.h"
 #include "sampler/fork.h"
+#include "sampler/interpose.h"
 #include "sampler/modules.h"
 #include "sampler/python.h"
 #include "sampler/sampler.h"
@@ -99,7 +100,7 @@ void sp_finish(int sig)
 	} while (!atomic_compare_exchange_weak(&sp_finisher, &was, me));
 	if (!atomic_load(&sp_g.enabled) || me != sp_g.pid)
 		return;
-	atomic_store(&sp_g.stopping, true);
+	sp_park_stop();
 	sp_timers_pause_all();
 	if (sp_g.timer->stop)
 		sp_g.timer->stop();
