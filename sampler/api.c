@@ -35,6 +35,9 @@ struct sp_range_node {
 static pthread_mutex_t sp_range_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sp_range_node *sp_ranges;
 static uint32_t sp_n_ranges, sp_cap_ranges;
+/* open addressing over sp_ranges: an id, 0 for empty; at most half full */
+static uint32_t *sp_range_index;
+static uint32_t sp_index_cap;
 
 static pthread_mutex_t sp_sched_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sp_schedule sp_sched;
@@ -51,20 +54,61 @@ static pthread_mutex_t sp_mark_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sp_mark *sp_marks;
 static uint32_t sp_n_marks, sp_cap_marks;
 
+static uint64_t sp_range_hash(uint32_t parent, const char *name, uint32_t flags, uint32_t anchor)
+{
+	uint64_t h = (0xcbf29ce484222325ull ^ parent ^ (uint64_t)flags << 32) * 0x100000001b3ull;
+	h = (h ^ anchor) * 0x100000001b3ull;
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = (h ^ *p) * 0x100000001b3ull;
+	return h ^ h >> 29;
+}
+
+static uint32_t *sp_range_slot(uint32_t parent, const char *name, uint32_t flags, uint32_t anchor)
+{
+	uint32_t mask = sp_index_cap - 1;
+	for (uint32_t j = (uint32_t)sp_range_hash(parent, name, flags, anchor) & mask;;
+	     j = (j + 1) & mask) {
+		uint32_t id = sp_range_index[j];
+		if (!id)
+			return &sp_range_index[j];
+		const struct sp_range_node *r = &sp_ranges[id - 1];
+		if (r->parent == parent && r->flags == flags && r->anchor == anchor &&
+		    !strcmp(r->name, name))
+			return &sp_range_index[j];
+	}
+}
+
+/* Doubles the index (or makes the first); false on allocation failure. */
+static bool sp_range_index_grow(void)
+{
+	uint32_t cap = sp_index_cap ? sp_index_cap * 2 : 128;
+	uint32_t *a = calloc(cap, sizeof(*a));
+	if (!a)
+		return false;
+	free(sp_range_index);
+	sp_range_index = a;
+	sp_index_cap = cap;
+	for (uint32_t i = 0; i < sp_n_ranges; i++) {
+		const struct sp_range_node *r = &sp_ranges[i];
+		*sp_range_slot(r->parent, r->name, r->flags, r->anchor) = i + 1;
+	}
+	return true;
+}
+
 /* Interns (parent, name, flags, anchor) and returns its id; 0 on
- * allocation failure. A linear scan from the newest: programs push a
- * handful of distinct names from a handful of places (label_modules: one
- * per module of the model). */
+ * allocation failure. Every push asks, so it is a hash lookup: a model
+ * labelled with label_modules has one per module path, thousands for a
+ * large one. */
 static uint32_t sp_range_intern(uint32_t parent, const char *name, uint32_t flags, uint32_t anchor)
 {
 	uint32_t id = 0;
 	pthread_mutex_lock(&sp_range_lock);
-	for (uint32_t i = sp_n_ranges; i-- > 0;) {
-		if (sp_ranges[i].parent == parent && sp_ranges[i].flags == flags &&
-		    sp_ranges[i].anchor == anchor && !strcmp(sp_ranges[i].name, name)) {
-			id = i + 1;
-			goto out;
-		}
+	if ((sp_n_ranges + 1) * 2 > sp_index_cap && !sp_range_index_grow())
+		goto out;
+	uint32_t *slot = sp_range_slot(parent, name, flags, anchor);
+	if (*slot) {
+		id = *slot;
+		goto out;
 	}
 	if (sp_n_ranges == sp_cap_ranges) {
 		uint32_t cap = sp_cap_ranges ? sp_cap_ranges * 2 : 64;
@@ -82,6 +126,7 @@ static uint32_t sp_range_intern(uint32_t parent, const char *name, uint32_t flag
 	sp_ranges[sp_n_ranges].anchor = anchor;
 	sp_ranges[sp_n_ranges].name = copy;
 	id = ++sp_n_ranges;
+	*slot = id;
 out:
 	pthread_mutex_unlock(&sp_range_lock);
 	return id;
