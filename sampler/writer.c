@@ -498,13 +498,18 @@ static int sp_out_write(struct sp_wstate *s, const uint8_t *p, size_t n)
 	return err;
 }
 
+static bool sp_out_check(struct sp_wstate *s);
+
 /* The format writer's sink. While the descriptor is away, bytes wait. */
 static int sp_out_sink(void *ctx, const uint8_t *p, size_t n)
 {
 	struct sp_wstate *s = ctx;
 	if (s->out_gone)
 		return -EBADF;
-	if (!s->out_lost) {
+	/* the number's identity before every write, not only at a flush: a
+	 * program that closed it by raw system call and put a file of its own
+	 * there would get zlib's output between two flushes */
+	if (sp_out_check(s)) {
 		int err = sp_out_write(s, p, n);
 		if (err != -EBADF)
 			return err;
