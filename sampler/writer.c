@@ -535,6 +535,9 @@ static bool sp_out_reopen(struct sp_wstate *s)
 		return false;
 	}
 	lseek(fd, 0, SEEK_END);
+	/* the lock went with the closed descriptor: `stackprof run` must still
+	 * see a profile being written */
+	flock(fd, LOCK_SH | LOCK_NB);
 	return true;
 }
 
