@@ -176,12 +176,25 @@ struct sp_start {
 	char py_name[64]; /* the threading.Thread starting it, if any */
 };
 
+/*
+ * The thread's start routine in stackprof's place. Its last act is a
+ * sibling call (no local's address is live when it runs, so GCC and clang
+ * make it a jump at -O2; musttail insists where the compiler has it, and
+ * only a GCC 12 -O0 build keeps the frame): the program's routine returns
+ * straight to start_thread, and no frame of ours sits in its stacks.
+ */
 static void *sp_thread_start(void *p)
 {
-	struct sp_start s = *(struct sp_start *)p;
-	free(p);
-	sp_thread_attach(s.py_name[0] ? s.py_name : NULL);
-	return s.fn(s.arg);
+	struct sp_start *s = p;
+	sp_thread_attach(s->py_name[0] ? s->py_name : NULL);
+	void *(*fn)(void *) = s->fn;
+	void *arg = s->arg;
+	free(s);
+#if defined(__has_attribute) && __has_attribute(musttail)
+	__attribute__((musttail)) return fn(arg);
+#else
+	return fn(arg);
+#endif
 }
 
 SP_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *),

@@ -23,6 +23,10 @@ for f in split_a split_b split_c; do
 	say "$f: truth $truth%, profile $got%"
 	check "$f within 1 point" awk -v a="$truth" -v b="$got" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1.0) }'
 done
+# stackprof starts the threads (to sample them from their first
+# instruction), but no frame of its own may sit in their stacks
+check "the threads' stacks go start_thread;split_thread, nothing of stackprof's between" \
+	bash -c "grep -q ';start_thread;split_thread;' s.folded && ! grep -q 'sp_thread_start' s.folded"
 one=$(awk '/split-1x/ && /samples/ { print $3 }' info.txt)
 three=$(awk '/split-3x/ && /samples/ { print $3 }' info.txt)
 t1=$(awk '$2 == "thread" && $3 == "split-1x" { print $4 }' truth.txt)
