@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static bool sp_env_u32(const char *name, uint32_t min, uint32_t max, uint32_t *out)
 {
@@ -73,7 +74,19 @@ void sp_config_load(struct sp_config *cfg)
 	cfg->quiet = sp_env_bool("STACKPROF_QUIET");
 	cfg->verbose = sp_env_bool("STACKPROF_VERBOSE");
 	const char *out = getenv("STACKPROF_OUT");
-	if (out && *out) {
+	char cwd[2048];
+	if (out && *out && *out != '/' && getcwd(cwd, sizeof(cwd)) &&
+	    strlen(cwd) + strlen(out) + 2 < sizeof(cfg->out) - 32) {
+		/* A relative path is the directory the process started in, for
+		 * the profiles of its children and exec'ed images too: they may
+		 * run somewhere else (a wrapper script that cds first). The
+		 * environment carries the absolute path on to them. */
+		size_t n = strlen(cwd);
+		memcpy(cfg->out, cwd, n);
+		cfg->out[n] = '/';
+		strcpy(cfg->out + n + 1, out);
+		setenv("STACKPROF_OUT", cfg->out, 1);
+	} else if (out && *out) {
 		if (strlen(out) >= sizeof(cfg->out) - 32)
 			sp_log("STACKPROF_OUT is too long; using the default name");
 		else

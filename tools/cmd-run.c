@@ -588,6 +588,14 @@ static int sp_run_spawn(struct sp_run *r)
 				_exit(SP_EXIT_ERROR);
 		}
 		sigprocmask(SIG_SETMASK, &old, NULL);
+		if (!r->o.out) {
+			/* the default name, fixed here: the library makes it
+			 * absolute, so what a wrapper script runs after a cd
+			 * writes next to it, not in the wrapper's directories */
+			char def[64];
+			snprintf(def, sizeof(def), "stackprof.%d.prof", (int)getpid());
+			setenv("STACKPROF_OUT", def, 1);
+		}
 		execvp(r->cmd[0], r->cmd);
 		int e = errno;
 		ssize_t w = write(errpipe[1], &e, sizeof(e));

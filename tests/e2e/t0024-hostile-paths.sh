@@ -11,7 +11,10 @@
 # - two profiles concatenated, or junk after one: read, but not as
 #   complete, exit 1, and the message says what follows the profile;
 # - two concurrent `run -o same.prof`: neither profile is lost, and the
-#   second says where its own went.
+#   second says where its own went;
+# - a relative -o, the default name, and a relative STACKPROF_OUT are the
+#   directory the run started in: a program that cds and then forks or
+#   execs leaves every profile there, none where it went.
 . "$(dirname "$0")/lib.sh"
 LIB="$BIN/../../libstackprof.so"
 [ -r "$LIB" ] || LIB="$BUILD/libstackprof.so"
@@ -123,4 +126,20 @@ wait $c1
 pids=$(for f in c.prof c.prof.*; do "$SP" info --no-symbols "$f" 2>/dev/null | awk '$1 == "pid:" { print $2 }'; done | sort -u | wc -l)
 check "a profile still being written, two runs: both are kept" [ "$pids" -eq 2 ]
 check "the second says where its own went" grep -q 'was being written or replaced by another process' c2.err
+# --- relative output paths and a program that changes directory
+mkdir -p rel/sub
+(
+	cd rel || exit 1
+	"$SP" run --no-summary -o r.prof -- sh -c 'cd sub && /bin/true && exec /bin/true' >/dev/null
+	"$SP" run --no-summary -- sh -c 'cd sub && exec /bin/true' >/dev/null
+	LD_PRELOAD="$LIB" STACKPROF_OUT=p.prof sh -c 'cd sub && exec /bin/true'
+)
+ls -R rel
+check "run -o r.prof: the shell's, its child's and its exec'ed image's profiles are beside it" \
+	[ -s rel/r.prof -a "$(ls rel/r.prof.* 2>/dev/null | wc -l)" -eq 2 ]
+check "run without -o: both profiles in the directory it started in" \
+	[ "$(ls rel/stackprof.*.prof* 2>/dev/null | wc -l)" -eq 2 ]
+check "STACKPROF_OUT=p.prof: both in the starting directory" \
+	[ -s rel/p.prof -a "$(ls rel/p.prof.* 2>/dev/null | wc -l)" -eq 1 ]
+check "nothing where the program went" [ -z "$(ls rel/sub)" ]
 finish
