@@ -49,6 +49,9 @@ const char *sp_rollup_by_noun(enum sp_rollup_by by, bool plural);
  * "line". 0 or -EINVAL. */
 int sp_rollup_by_parse(const char *s, enum sp_rollup_by *out);
 
+/* Every key sp_rollup_by_parse takes, for messages. */
+#define SP_ROLLUP_KEYS "function, file, line, module, thread, op or module-path"
+
 /* Fills r from m. 0 or -ENOMEM; release r either way. */
 int sp_rollup_build(struct sp_rollup *r, const struct sp_model *m, enum sp_rollup_by by);
 

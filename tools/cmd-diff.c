@@ -27,9 +27,10 @@ static const struct sp_cli_opt sp_diff_opts[] = {
     SP_CLI_OPT_ROW_LIMIT("default: all"),
     {OPT_COMPARE, 0, "compare", "self|total", "compare self time (default) or total time"},
     {OPT_AGGREGATE, 0, "aggregate-by", "KEY",
-     "function (default), file, module, thread, op (aten\n"
-     "operators) or module-path (nn.Module paths); with\n"
-     "--collapsed, op and module-path fold their stacks"},
+     "function (default), file, line (file:line), module,\n"
+     "thread, op (aten operators) or module-path (nn.Module\n"
+     "paths); with --collapsed, op and module-path fold\n"
+     "their stacks"},
     {OPT_THRESHOLD, 0, "threshold", "P",
      "changes within P% of the base total count as unchanged\n(default 0)"},
     {OPT_NORMALIZE, 0, "normalize", NULL, "scale NEW to BASE's total CPU time first"},
@@ -100,9 +101,7 @@ int sp_cmd_diff(int argc, char **argv)
 			break;
 		case OPT_AGGREGATE:
 			if (sp_rollup_by_parse(a.value, &dopt.by)) {
-				sp_cli_bad(&a,
-					   "--aggregate-by: '%s' is not function, file, module, "
-					   "thread, op or module-path",
+				sp_cli_bad(&a, "--aggregate-by: '%s' is not " SP_ROLLUP_KEYS,
 					   a.value);
 				goto out;
 			}

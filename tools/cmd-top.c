@@ -29,9 +29,10 @@ static const struct sp_cli_opt sp_top_opts[] = {
 		       "cpu_time_total and count are self, total and samples"),
     {OPT_NAME, 0, "name", "REGEX", "keep names matching the POSIX extended REGEX"},
     {OPT_AGGREGATE, 0, "aggregate-by", "KEY",
-     "function (default), file, module, thread, op (aten\n"
-     "operators: self time to the innermost, total to every\n"
-     "one on the stack) or module-path (nn.Module paths from\n"
+     "function (default), file, line (file:line, a Python\n"
+     "line included), module, thread, op (aten operators:\n"
+     "self time to the innermost, total to every one on the\n"
+     "stack) or module-path (nn.Module paths from\n"
      "stackprof.torch.label_modules: ResNet/layer1/0/conv1)"},
     {OPT_MIN_TIME, 0, "min-time", "TIME",
      "keep rows with at least TIME self time (10ms, 1.5s,\n200us, 500ns; a bare number is "
@@ -108,9 +109,7 @@ int sp_cmd_top(int argc, char **argv)
 		}
 		case OPT_AGGREGATE:
 			if (sp_rollup_by_parse(a.value, &to.by)) {
-				sp_cli_bad(&a,
-					   "--aggregate-by: '%s' is not function, file, module, "
-					   "thread, op or module-path",
+				sp_cli_bad(&a, "--aggregate-by: '%s' is not " SP_ROLLUP_KEYS,
 					   a.value);
 				goto out;
 			}

@@ -24,7 +24,7 @@ static const char sp_usage_head[] =
     "usage: stackprof <command> [options] [args]\n"
     "\n"
     "A sampling CPU profiler for native and model-inference programs. It is\n"
-    "injected with LD_PRELOAD, samples every thread on SIGPROF, and resolves\n"
+    "injected with LD_PRELOAD, samples each thread on a timer of its CPU time, and resolves\n"
     "frames to function (file:line) with libdw after the run.\n"
     "\n"
     "commands:\n";

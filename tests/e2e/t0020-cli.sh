@@ -98,4 +98,17 @@ check "run --freq=1000" grep -q '1000 Hz requested' <("$SP" info --no-symbols r3
 "$SP" run --no-summary >out 2>err
 check "run without a command: exit 2, two lines" \
 	bash -c "[ $? -eq 2 ] && [ \$(wc -l <err) -eq 2 ] && grep -q 'no command given' err"
+# every --aggregate-by key the error message names is accepted by top and
+# diff, and named in their --help (line was accepted but named nowhere)
+"$SP" top --aggregate-by no-such-key "$P" >/dev/null 2>agg.err
+keys=$(sed -n "s/.*is not \(.*\)\$/\1/p" agg.err | sed 's/ or /, /; s/, /\n/g')
+say "aggregate-by keys: $(echo $keys)"
+check "the message names line" grep -qx line <<<"$keys"
+for k in $keys; do
+	check "top --aggregate-by $k works" "$SP" top --aggregate-by "$k" --row-limit 1 "$P"
+	check "diff --aggregate-by $k works" "$SP" diff --aggregate-by "$k" "$P" "$N"
+	for cmd in top diff; do
+		check "$cmd --help names $k" bash -c "'$SP' $cmd --help | sed -n '/--aggregate-by/,/^ *--[a-z]/p' | grep -qw -- '$k'"
+	done
+done
 finish
