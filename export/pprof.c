@@ -296,6 +296,29 @@ static bool sp_pp_key_eq(const void *ctx, uint32_t idx)
 	return a->stack == b->stack && a->thread == b->thread && a->range == b->range;
 }
 
+/* The nn.Module path of range id: its module ranges' names from the
+ * outside in, joined by '/' (ResNet/layer1/0/conv1); "" when it is in no
+ * module range. The reader keeps parents below their children: no loop. */
+static const char *sp_pp_module_path(const struct sp_profile *prof, uint32_t id, char *buf,
+				     size_t cap)
+{
+	const char *seg[128];
+	size_t n = 0, len = 0;
+	for (uint32_t r = id; r && r <= prof->n_ranges && n < 128; r = prof->ranges[r - 1].parent) {
+		const struct sp_prof_range *rg = &prof->ranges[r - 1];
+		if (rg->flags & SP_RANGE_MODULE)
+			seg[n++] = rg->name && rg->name[0] ? rg->name : "[unnamed module]";
+	}
+	buf[0] = '\0';
+	while (n-- > 0) {
+		int w = snprintf(buf + len, cap - len, "%s%s", len ? "/" : "", seg[n]);
+		if (w < 0 || (size_t)w >= cap - len)
+			break;
+		len += (size_t)w;
+	}
+	return buf;
+}
+
 static void sp_pp_samples(struct sp_pp *p)
 {
 	const struct sp_model *m = p->m;
@@ -335,7 +358,8 @@ static void sp_pp_samples(struct sp_pp *p)
 		g.v[k].ns += s->weight_ns;
 	}
 	int64_t k_thread = sp_pp_str(p, "thread"), k_tid = sp_pp_str(p, "thread_id"),
-		k_range = sp_pp_str(p, "range");
+		k_range = sp_pp_str(p, "range"), k_modpath = sp_pp_str(p, "module_path");
+	char path[1024];
 	for (size_t i = 0; i < n && !p->oom; i++) {
 		const struct sp_pp_key *key = &g.v[i];
 		const struct sp_mstack *st = &m->stacks[key->stack];
@@ -361,6 +385,11 @@ static void sp_pp_samples(struct sp_pp *p)
 		if (r) {
 			pb_varint(&p->sub2, 1, (uint64_t)k_range);
 			pb_varint(&p->sub2, 2, (uint64_t)sp_pp_str(p, r->name));
+			pb_message(&p->sub, 3, &p->sub2);
+		}
+		if (r && *sp_pp_module_path(prof, key->range, path, sizeof(path))) {
+			pb_varint(&p->sub2, 1, (uint64_t)k_modpath);
+			pb_varint(&p->sub2, 2, (uint64_t)sp_pp_str(p, path));
 			pb_message(&p->sub, 3, &p->sub2);
 		}
 		pb_message(&p->body, PB_PROFILE_SAMPLE, &p->sub);

@@ -9,7 +9,8 @@
 # - a module called twice counts twice (a child called twice per forward
 #   has about twice the time of its sibling called once);
 # - diff against a variant whose layer1[1] is an Identity: that block's
-#   convs and batch norms are removed, layer1 decreased.
+#   convs and batch norms are removed, layer1 decreased;
+# - pprof's samples carry the whole path as a module_path label.
 . "$(dirname "$0")/lib.sh"
 have_torch || skip "Debian's python3-torch and python3-torchvision are not installed"
 unset PYTHONPATH
@@ -116,4 +117,14 @@ for p in ResNet/layer1/1/conv1 ResNet/layer1/1/conv2 ResNet/layer1/1/bn1; do
 done
 check "diff: ResNet/layer1 decreased (one block of two left)" [ "$(status ResNet/layer1)" = decreased ]
 check "diff: Twice removed (the variant does not run it)" [ "$(status Twice)" = removed ]
+# pprof carries the whole path as a label, as go tool pprof -tags reads it
+if command -v go >/dev/null 2>&1; then
+	"$SP" export --format pprof -o m.pb.gz m.prof
+	go tool pprof -tags m.pb.gz >tags.txt 2>go.err
+	sed -n '/module_path:/,/^$/p' tags.txt | head -6
+	check "pprof's module_path label holds whole paths (ResNet/layer1/0/conv1)" \
+		grep -qE '^ +[0-9.]+m?s .*: ResNet/layer1/0/conv1$' tags.txt
+else
+	say "go is not installed: the pprof label is not checked"
+fi
 finish
