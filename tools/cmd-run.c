@@ -813,6 +813,16 @@ static void sp_print_summary(const char *path, const struct sp_run_opts *o)
 	sp_profile_free(p);
 }
 
+/* The samples in the profile at path (0 if it can't be read). */
+static uint64_t sp_run_samples(const char *path)
+{
+	char err[256];
+	struct sp_profile *p = sp_profile_read(path, err, sizeof(err));
+	uint64_t n = p ? p->n_samples : 0;
+	sp_profile_free(p);
+	return n;
+}
+
 /* Why the library could not write a profile, in a user's words. */
 static const char *sp_write_error_text(int err)
 {
@@ -948,8 +958,26 @@ static void sp_run_report(const struct sp_run *r)
 			sp_cli_error("%s still holds the earlier profile", r->o.out);
 		return;
 	}
+	/* a wrapper (a shell script, pyenv's shim) is the first process and
+	 * takes no samples: the summary is of the busiest profile */
+	const char *shown = first;
+	uint64_t first_n = 0, best_n = 0;
+	for (size_t k = 0; r->o.summary && r->nfiles > 1 && k < r->nfiles; k++) {
+		uint64_t n = sp_run_samples(r->files[k]);
+		if (k == 0)
+			first_n = n;
+		if (n > best_n) {
+			best_n = n;
+			shown = r->files[k];
+		}
+	}
+	if (shown != first)
+		fprintf(stderr,
+			"stackprof: the summary is of %s, the profile with the most samples "
+			"(%llu; %s has %llu)\n",
+			shown, (unsigned long long)best_n, first, (unsigned long long)first_n);
 	if (r->o.summary)
-		sp_print_summary(first, &r->o);
+		sp_print_summary(shown, &r->o);
 	if (r->o.out && !r->rename_failed && !sp_same_file(first, r->o.out))
 		sp_cli_warn("run: %s was being written or replaced by another process; this "
 			    "profile stays in %s",
@@ -960,8 +988,8 @@ static void sp_run_report(const struct sp_run *r)
 	for (size_t k = 1; k < r->nfiles; k++)
 		fprintf(stderr, "%s%s", k == 1 ? "; children and exec'ed images: " : ", ",
 			r->files[k]);
-	fprintf(stderr, "\nstackprof: next: stackprof flamegraph %s -o profile.svg\n", first);
-	fprintf(stderr, "stackprof:   or: stackprof table %s\n", first);
+	fprintf(stderr, "\nstackprof: next: stackprof flamegraph %s -o profile.svg\n", shown);
+	fprintf(stderr, "stackprof:   or: stackprof table %s\n", shown);
 }
 
 /* Ends the way the program ended: its exit status, or its signal. */

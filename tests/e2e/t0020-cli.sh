@@ -111,4 +111,12 @@ for k in $keys; do
 		check "$cmd --help names $k" bash -c "'$SP' $cmd --help | sed -n '/--aggregate-by/,/^ *--[a-z]/p' | grep -qw -- '$k'"
 	done
 done
+# a wrapper that runs the real work in a child: the summary and the next
+# steps are the busy child's, not the wrapper's empty profile
+"$SP" run -o w.prof -- sh -c '"$0" 1 >/dev/null' "$BIN/chain" 2>wrap.err
+check "through a wrapper: the summary says it is of the child's profile" \
+	grep -q '^stackprof: the summary is of .*/w\.prof\.[0-9]*, the profile with the most samples' wrap.err
+check "through a wrapper: the summary is chain's, with its work" grep -q 'leaf_spin' wrap.err
+check "through a wrapper: next steps name the child's profile" \
+	grep -q '^stackprof: next: stackprof flamegraph .*/w\.prof\.[0-9]* ' wrap.err
 finish
