@@ -978,6 +978,16 @@ static void sp_run_report(const struct sp_run *r)
 			shown, (unsigned long long)best_n, first, (unsigned long long)first_n);
 	if (r->o.summary)
 		sp_print_summary(shown, &r->o);
+	if (r->o.summary && r->nfiles == 1)
+		best_n = sp_run_samples(shown);
+	if (r->o.summary && !best_n)
+		fprintf(stderr, "stackprof: no samples: %s\n",
+			r->o.paused ? "sampling started paused (--paused) and the program never "
+				      "turned it on (stackprof_start(), or Python's "
+				      "stackprof.profile() / start())"
+				    : "the program used less CPU than one sampling period, or "
+				      "spent its time waiting (stackprof samples CPU time, not "
+				      "wall time)");
 	if (r->o.out && !r->rename_failed && !sp_same_file(first, r->o.out))
 		sp_cli_warn("run: %s was being written or replaced by another process; this "
 			    "profile stays in %s",
@@ -988,7 +998,10 @@ static void sp_run_report(const struct sp_run *r)
 	for (size_t k = 1; k < r->nfiles; k++)
 		fprintf(stderr, "%s%s", k == 1 ? "; children and exec'ed images: " : ", ",
 			r->files[k]);
-	fprintf(stderr, "\nstackprof: next: stackprof flamegraph %s -o profile.svg\n", shown);
+	fputc('\n', stderr);
+	if (!best_n)
+		return;
+	fprintf(stderr, "stackprof: next: stackprof flamegraph %s -o profile.svg\n", shown);
 	fprintf(stderr, "stackprof:   or: stackprof table %s\n", shown);
 }
 

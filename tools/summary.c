@@ -115,7 +115,7 @@ void sp_summary_print_counts(FILE *f, const struct sp_profile *p, const struct s
 		100.0 * s->unwind_err_fraction, (unsigned long long)st->truncated,
 		(unsigned long long)st->skipped, (unsigned long long)st->throttled,
 		(unsigned long long)st->overruns);
-	if (s->rooted_fraction >= 0)
+	if (s->rooted_fraction >= 0 && s->samples)
 		fprintf(f, "%s%.1f%% of samples unwound to a thread root (_start, clone3, ...)\n",
 			prefix, 100.0 * s->rooted_fraction);
 	/* Python: frames read, or why not (the interpreter's last word) */

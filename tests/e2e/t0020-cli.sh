@@ -119,4 +119,10 @@ check "through a wrapper: the summary says it is of the child's profile" \
 check "through a wrapper: the summary is chain's, with its work" grep -q 'leaf_spin' wrap.err
 check "through a wrapper: next steps name the child's profile" \
 	grep -q '^stackprof: next: stackprof flamegraph .*/w\.prof\.[0-9]* ' wrap.err
+# nothing sampled: the summary says why, and suggests no flame graph of it
+"$SP" run --paused -o paused.prof -- "$BIN/chain" 1 >/dev/null 2>paused.err
+check "--paused, never started: the summary says why there are no samples" \
+	grep -q '^stackprof: no samples: sampling started paused' paused.err
+check "--paused, never started: no 'next:' steps, no unwound share of nothing" \
+	bash -c "! grep -qE 'next:|unwound to a thread root' paused.err"
 finish
