@@ -9,8 +9,8 @@
 
 int sp_rollup_by_parse(const char *s, enum sp_rollup_by *out)
 {
-	static const char *const names[] = {"function", "file",	       "module", "thread",
-					    "op",	"module-path", "line"};
+	static const char *const names[] = {"function",	   "file", "module", "thread",	   "op",
+					    "module-path", "line", "python", "python-line"};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strcmp(s, names[i])) {
 			*out = (enum sp_rollup_by)i;
@@ -22,9 +22,15 @@ int sp_rollup_by_parse(const char *s, enum sp_rollup_by *out)
 const char *sp_rollup_by_noun(enum sp_rollup_by by, bool plural)
 {
 	static const char *const nouns[][2] = {
-	    {"function", "functions"}, {"file", "files"},	  {"module", "modules"},
-	    {"thread", "threads"},     {"operator", "operators"}, {"module path", "module paths"},
+	    {"function", "functions"},
+	    {"file", "files"},
+	    {"module", "modules"},
+	    {"thread", "threads"},
+	    {"operator", "operators"},
+	    {"module path", "module paths"},
 	    {"line", "lines"},
+	    {"Python function", "Python functions"},
+	    {"Python line", "Python lines"},
 	};
 	return nouns[by][plural];
 }
@@ -59,6 +65,17 @@ static const char *sp_key(const struct sp_mframe *f, enum sp_rollup_by by, char 
 		if (!f->file || !f->file[0] || !f->line)
 			return f->func && f->func[0] ? f->func : "[unknown]";
 		snprintf(tmp, len, "%s (%s:%u)", f->func ? f->func : "[unknown]", f->file, f->line);
+		return tmp;
+	case SP_ROLLUP_PYTHON:
+	case SP_ROLLUP_PYTHON_LINE:
+		if (f->kind != SP_MFRAME_PYTHON)
+			return NULL;
+		if (by == SP_ROLLUP_PYTHON)
+			snprintf(tmp, len, "%s (%s)", f->func ? f->func : "[unknown]",
+				 f->file ? f->file : "?");
+		else
+			snprintf(tmp, len, "%s (%s:%u)", f->func ? f->func : "[unknown]",
+				 f->file ? f->file : "?", f->line);
 		return tmp;
 	default:
 		return NULL;
@@ -131,10 +148,13 @@ int sp_rollup_build(struct sp_rollup *r, const struct sp_model *m, enum sp_rollu
 			row->self_samples = row->total_samples += t->samples;
 		}
 	} else {
+		/* Python keys: self to the innermost keyed frame, not the leaf */
+		bool innermost = by == SP_ROLLUP_PYTHON || by == SP_ROLLUP_PYTHON_LINE;
 		for (size_t i = 0; i < m->n_stacks; i++) {
 			const struct sp_mstack *s = &m->stacks[i];
 			if (!s->samples)
 				continue;
+			bool self_given = false;
 			for (uint32_t p = s->n; p-- > 0;) {
 				const struct sp_mframe *f = &m->frames[s->frames[p]];
 				const char *key = sp_key(f, by, tmp, sizeof(tmp));
@@ -144,15 +164,26 @@ int sp_rollup_build(struct sp_rollup *r, const struct sp_model *m, enum sp_rollu
 				if (id < 0)
 					goto out;
 				struct sp_rollup_row *row = &r->rows[id];
-				if (p == s->n - 1) {
+				if (p == s->n - 1 || (innermost && !self_given)) {
 					row->self_ns += s->weight_ns;
 					row->self_samples += s->samples;
 				}
+				self_given = true;
 				if (stamp[id] != i + 1) {
 					stamp[id] = i + 1;
 					row->total_ns += s->weight_ns;
 					row->total_samples += s->samples;
 				}
+			}
+			if (innermost && !self_given) {
+				int64_t id = sp_row_of(r, "[no Python frame]", &cap, &stamp);
+				if (id < 0)
+					goto out;
+				struct sp_rollup_row *row = &r->rows[id];
+				row->self_ns += s->weight_ns;
+				row->total_ns += s->weight_ns;
+				row->self_samples += s->samples;
+				row->total_samples += s->samples;
 			}
 		}
 	}

@@ -27,6 +27,11 @@ enum sp_rollup_by {
 	SP_ROLLUP_OP,	       /* aten operator: the view of view.h, "[no operator]" outside any */
 	SP_ROLLUP_MODULE_PATH, /* nn.Module path (view.h): "ResNet/layer1/0/conv1", "[no module]" */
 	SP_ROLLUP_LINE,	       /* a line of code: "func (file:line)" */
+	/* Python code only, as py-spy counts it: self time goes to the
+	 * innermost Python frame of each sample (with the native code it
+	 * called), total to every Python frame; "[no Python frame]" else */
+	SP_ROLLUP_PYTHON,      /* a Python function: "qualname (file)" */
+	SP_ROLLUP_PYTHON_LINE, /* a Python line: "qualname (file:line)" */
 };
 
 struct sp_rollup_row {
@@ -45,12 +50,13 @@ struct sp_rollup {
 /* The key's noun, plural ("functions", "operators") or singular ("function"). */
 const char *sp_rollup_by_noun(enum sp_rollup_by by, bool plural);
 
-/* Parses "function", "file", "module", "thread", "op", "module-path" or
- * "line". 0 or -EINVAL. */
+/* Parses "function", "file", "module", "thread", "op", "module-path",
+ * "line", "python" or "python-line". 0 or -EINVAL. */
 int sp_rollup_by_parse(const char *s, enum sp_rollup_by *out);
 
 /* Every key sp_rollup_by_parse takes, for messages. */
-#define SP_ROLLUP_KEYS "function, file, line, module, thread, op or module-path"
+#define SP_ROLLUP_KEYS                                                                             \
+	"function, file, line, module, thread, op, module-path, python or python-line"
 
 /* Fills r from m. 0 or -ENOMEM; release r either way. */
 int sp_rollup_build(struct sp_rollup *r, const struct sp_model *m, enum sp_rollup_by by);

@@ -28,9 +28,10 @@ static const struct sp_cli_opt sp_diff_opts[] = {
     {OPT_COMPARE, 0, "compare", "self|total", "compare self time (default) or total time"},
     {OPT_AGGREGATE, 0, "aggregate-by", "KEY",
      "function (default), file, line (file:line), module,\n"
-     "thread, op (aten operators) or module-path (nn.Module\n"
-     "paths); with --collapsed, op and module-path fold\n"
-     "their stacks"},
+     "thread, op (aten operators), module-path (nn.Module\n"
+     "paths), python or python-line (Python code, self\n"
+     "time to the innermost Python frame); with --collapsed,\n"
+     "op and module-path fold their stacks"},
     {OPT_THRESHOLD, 0, "threshold", "P",
      "changes within P% of the base total count as unchanged\n(default 0)"},
     {OPT_NORMALIZE, 0, "normalize", NULL, "scale NEW to BASE's total CPU time first"},

@@ -32,8 +32,11 @@ static const struct sp_cli_opt sp_top_opts[] = {
      "function (default), file, line (file:line, a Python\n"
      "line included), module, thread, op (aten operators:\n"
      "self time to the innermost, total to every one on the\n"
-     "stack) or module-path (nn.Module paths from\n"
-     "stackprof.torch.label_modules: ResNet/layer1/0/conv1)"},
+     "stack), module-path (nn.Module paths from\n"
+     "stackprof.torch.label_modules: ResNet/layer1/0/conv1),\n"
+     "python or python-line (Python code only, as py-spy\n"
+     "counts it: self time to a sample's innermost Python\n"
+     "frame, with the native code it called)"},
     {OPT_MIN_TIME, 0, "min-time", "TIME",
      "keep rows with at least TIME self time (10ms, 1.5s,\n200us, 500ns; a bare number is "
      "seconds)"},
@@ -61,7 +64,8 @@ static const struct sp_cli_cmd sp_top_cmd = {
 	    "  stackprof top rn.prof --aggregate-by module --percent-above 1\n"
 	    "  stackprof top rn.prof --min-time 10ms --sort-by +self\n"
 	    "  stackprof top torch.prof --aggregate-by op --row-limit 10\n"
-	    "  stackprof top torch.prof --aggregate-by module-path --sort-by total\n",
+	    "  stackprof top torch.prof --aggregate-by module-path --sort-by total\n"
+	    "  stackprof top torch.prof --aggregate-by python-line --sort-by total\n",
 };
 
 int sp_cmd_top(int argc, char **argv)

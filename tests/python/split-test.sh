@@ -13,7 +13,10 @@
 # - the lambdas, whose code objects die after each call, keep their name
 #   and file; unreadable frames stay under 0.5% of samples;
 # - both threads carry Python frames, and the second is named by its
-#   threading name (py-worker) in --per-thread views and in info.
+#   threading name (py-worker) in --per-thread views and in info;
+# - top --aggregate-by python counts as py-spy does: each function's total
+#   within 2 points of its truth, and hash_work's self time holds the
+#   hashlib code it called.
 . "$(dirname "$0")/../e2e/lib.sh"
 VERSION=${2:?usage: $0 BUILD_DIR VERSION}
 pick_python "$VERSION"
@@ -67,4 +70,26 @@ check "--python-plumbing keeps them" grep -qE ';<module>;([^;]+;)*_PyEval_EvalFr
 check "the second thread's root is named py-worker in --per-thread views" \
 	awk '$0 ~ /;thread_work[; ]/ { n++; if ($0 !~ /^py-worker-[0-9]+;/) bad++ } END { exit !(n > 0 && !bad) }' s.threads
 check "info lists the thread as py-worker" grep -qE '^ +[0-9]+ +py-worker ' s.info
+# top by Python function counts as py-spy does: each function's total is
+# its share of the truth, and hash_work's own time holds hashlib's native
+# code (in the function view that time is hashlib's)
+"$SP" top --aggregate-by python --row-limit 0 s.prof >s.py
+"$SP" top --row-limit 0 s.prof >s.fn
+# a method is Worker.step, or step on 3.10 (no co_qualname there)
+pct() { awk -v f="$2" -v c="$3" 'BEGIN { g = f; sub(/^[A-Za-z_]+\./, "", g) }
+	$6 == f || $6 == g { x = $c; sub(/%$/, "", x); print x + 0; found = 1; exit }
+	END { if (!found) print 0 }' "$1"; }
+awk '$2 == "truth" { print $1, $3 }' s.shares | sed 's/%$//' >s.truthpct
+while read -r fn truth; do
+	got=$(pct s.py "$fn" 4)
+	say "python view: $fn total $got%, truth $truth%"
+	check "python view: $fn's total within 2 points of the truth" \
+		awk -v a="$got" -v b="$truth" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 2) }'
+done <s.truthpct
+hs=$(pct s.py hash_work 2) ht=$(pct s.py hash_work 4) fs=$(pct s.fn hash_work 2)
+say "hash_work: python view self $hs% of total $ht%; function view self $fs%"
+check "python view: hash_work's self holds hashlib's native time (>= 90% of its total)" \
+	awk -v s="$hs" -v t="$ht" 'BEGIN { exit !(t > 0 && s >= 0.9 * t) }'
+check "function view: the same time is hashlib's, not hash_work's (self < half the python view's)" \
+	awk -v f="$fs" -v s="$hs" 'BEGIN { exit !(f < 0.5 * s) }'
 finish
