@@ -25,7 +25,7 @@
 #   -r ROUNDS   rounds per batch size (default 15)
 #   -k ITERS    iterations per half round (default 6 at batch 1, 2 at batch 8)
 #   -b BATCHES  batch sizes (default "1 8")
-# Runtime with the defaults: about a minute on a 2-core machine.
+# Runtime with the defaults: about two minutes on a 2-core machine.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
