@@ -14,6 +14,10 @@
 # The model's output is checked to be the same with and without the hooks.
 # The same cost is also measured alone, where nothing hides it: a Sequential
 # of 75 nn.Identity, timed the same way (its line says "identity").
+# label_modules registers process-wide hooks, which torch calls for every
+# module of the process: the "bystander" rows time a model that is not
+# labelled (ResNet18 at the first batch size, and the Identity Sequential)
+# with and without another module labelled (an nn.Linear that never runs).
 # Without the preload label_modules registers nothing, so costs nothing.
 #
 # usage: bench/hooks.sh [BUILD_DIR] [-r ROUNDS] [-k ITERS] [-b "1 8"]
@@ -21,7 +25,7 @@
 #   -r ROUNDS   rounds per batch size (default 15)
 #   -k ITERS    iterations per half round (default 6 at batch 1, 2 at batch 8)
 #   -b BATCHES  batch sizes (default "1 8")
-# Runtime with the defaults: about a minute on a 2-core machine.
+# Runtime with the defaults: about two minutes on a 2-core machine.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -59,7 +63,7 @@ import torchvision
 import stackprof
 import stackprof.torch
 
-batch, rounds, iters = (int(a) for a in sys.argv[1:4])
+batch, rounds, iters, first = (int(a) for a in sys.argv[1:5])
 torch.set_num_threads(1)
 torch.manual_seed(0)
 model = torchvision.models.resnet18(weights=None).eval()
@@ -67,8 +71,8 @@ x = torch.randn(batch, 3, 224, 224)
 assert stackprof.active(), "not under the stackprof preload"
 
 
-def timed(hooks):
-    h = stackprof.torch.label_modules(model) if hooks else None
+def timed(hooks, target=None):
+    h = stackprof.torch.label_modules(model if target is None else target) if hooks else None
     c0, w0 = time.thread_time(), time.perf_counter()
     for _ in range(iters):
         y = model(x)
@@ -78,6 +82,20 @@ def timed(hooks):
     return c / iters, w / iters, y
 
 
+def rounds_of(key, target=None):
+    timed(False, target)
+    timed(True, target)  # warm-up: oneDNN's kernels, the hooks' first frames
+    for r in range(rounds):
+        order = (False, True) if r % 2 == 0 else (True, False)
+        got = {}
+        for hooks in order:
+            c, w, y = timed(hooks, target)
+            got[hooks] = (c, w)
+            assert torch.equal(y, ref), "the output changed"
+        print(key, got[False][0], got[True][0], got[False][1], got[True][1])
+
+
+bystander = torch.nn.Linear(1, 1)  # labelled, never called
 with torch.no_grad():
     calls = []
     counters = [m.register_forward_pre_hook(lambda m, a: calls.append(1)) for m in model.modules()]
@@ -85,31 +103,18 @@ with torch.no_grad():
     for c in counters:
         c.remove()
     print("calls", len(calls))
-    timed(False)
-    timed(True)  # warm-up: oneDNN's kernels, the hooks' first frames
-    for r in range(rounds):
-        order = (False, True) if r % 2 == 0 else (True, False)
-        got = {}
-        for hooks in order:
-            c, w, y = timed(hooks)
-            got[hooks] = (c, w)
-            assert torch.equal(y, ref), "the output changed"
-        print("round", got[False][0], got[True][0], got[False][1], got[True][1])
+    rounds_of("round")
+    if first:
+        rounds_of("oround", bystander)
 
     # the hooks alone: 76 module calls that do nothing
-    model = torch.nn.Sequential(*[torch.nn.Identity() for _ in range(75)])
-    x = torch.zeros(1)
-    iters = 2000
-    print("idcalls", 76)
-    timed(False)
-    timed(True)
-    for r in range(rounds):
-        order = (False, True) if r % 2 == 0 else (True, False)
-        got = {}
-        for hooks in order:
-            c, w, y = timed(hooks)
-            got[hooks] = (c, w)
-        print("idround", got[False][0], got[True][0], got[False][1], got[True][1])
+    if first:
+        model = torch.nn.Sequential(*[torch.nn.Identity() for _ in range(75)])
+        x = ref = torch.zeros(1)
+        iters = 2000
+        print("idcalls", 76)
+        rounds_of("idround")
+        rounds_of("oidround", bystander)
 EOF
 
 printf 'bench/hooks.sh: label_modules on torchvision ResNet18, %s, torch %s, 1 thread, under the preload at 100 Hz\n' \
@@ -124,23 +129,25 @@ report() {
 	dcpu=$(awk -v k="$3" -v n="$calls" '$1 == k { print ($3 - $2) / n * 1e6 }' "$4")
 	dwall=$(awk -v k="$3" -v n="$calls" '$1 == k { print ($5 - $4) / n * 1e6 }' "$4")
 	off=$(awk -v k="$3" '$1 == k { print $2 * 1e3 }' "$4")
-	printf '%8s %6s %7s  %-24s %-24s %s us, %s us (%s ms/iter without)\n' "$1" "$calls" "$rounds" \
+	printf '%11s %6s %7s  %-24s %-24s %s us, %s us (%s ms/iter without)\n' "$1" "$calls" "$rounds" \
 		"$(fmt %.4f "$(median $cpu)") $(iqr $cpu)" "$(fmt %.4f "$(median $wall)") $(iqr $wall)" \
 		"$(fmt %.2f "$(median $dcpu)")" "$(fmt %.2f "$(median $dwall)")" "$(fmt %.3f "$(median $off)")"
 }
 
-printf '%8s %6s %7s  %-24s %-24s %s\n' batch calls rounds "CPU with/without (IQR)" "wall with/without (IQR)" "per module call (CPU, wall)"
+printf '%11s %6s %7s  %-24s %-24s %s\n' batch calls rounds "CPU with/without (IQR)" "wall with/without (IQR)" "per module call (CPU, wall)"
 for b in $batches; do
 	k=${iters:-$([ "$b" -le 1 ] && echo 6 || echo 2)}
 	out="$BENCH_TMP/b$b.txt"
 	if ! PYTHONPATH="$here/../python" LD_PRELOAD="$build/libstackprof.so" STACKPROF_FREQ=100 \
 		STACKPROF_OUT="$BENCH_TMP/b$b.prof" STACKPROF_QUIET=1 \
-		"$PY" "$BENCH_TMP/hooks.py" "$b" "$rounds" "$k" >"$out" 2>&1; then
+		"$PY" "$BENCH_TMP/hooks.py" "$b" "$rounds" "$k" "$([ "$b" = "${batches%% *}" ] && echo 1 || echo 0)" >"$out" 2>&1; then
 		cat "$out" >&2
 		exit 1
 	fi
 	report "$b" calls round "$out"
-	[ "$b" = "${batches%% *}" ] && id_out=$out
+	[ "$b" = "${batches%% *}" ] && id_out=$out && first_b=$b
 done
 report identity idcalls idround "$id_out"
+report "bystander $first_b" calls oround "$id_out"
+report "bystander id" idcalls oidround "$id_out"
 echo "command: $cmdline"
