@@ -6,6 +6,7 @@
  * interpose.c; sigaction, signal and sigprocmask in signals.c; sigaltstack
  * in sigstack.c; close, close_range, closefrom, dup2, dup3, pipe and pipe2
  * in fds.c; kill, killpg, raise, pthread_kill and tgkill in exitsig.c;
+ * _exit and _Exit in exitcall.c;
  * pthread_create in thread.c; dl_iterate_phdr in modules.c); it calls the
  * real ones through dlsym(RTLD_NEXT) (sigstack.c makes the sigaltstack
  * system call itself).

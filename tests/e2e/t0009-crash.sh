@@ -1,7 +1,8 @@
 #!/bin/bash
-# The target's crash: SIGSEGV, abort(), _exit() from a thread and SIGKILL
-# each leave a readable profile up to the last flush, and `stackprof run`
-# ends the way the target did (the shell sees the same status).
+# The target's crash: SIGSEGV, abort() and SIGKILL each leave a readable
+# profile up to the last flush, _exit() from a thread a complete one
+# (exitcall.c finishes it first), and `stackprof run` ends the way the
+# target did (the shell sees the same status).
 . "$(dirname "$0")/lib.sh"
 
 expect() {
@@ -22,6 +23,8 @@ expect segv 139 "$BIN/stress" segv
 expect abort 134 "$BIN/stress" abort
 expect thread_exit 3 "$BIN/stress" thread_exit
 check "a truncated profile says so" grep -q '^status: *truncated' segv.info
+check "_exit from a thread: the profile was finished first" \
+	grep -q '^status: *complete' thread_exit.info
 
 # SIGKILL after it ran for a while
 "$SP" run -o kill.prof -- "$BIN/stress" sleep >/dev/null 2>kill.err &
