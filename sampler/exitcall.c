@@ -53,7 +53,6 @@
 #include "sampler/interpose.h"
 #include "sampler/main.h"
 #include "sampler/sampler.h"
-#include "sampler/thread.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -80,19 +79,12 @@ static bool sp_maybe_in_handler(void)
 	return false;
 }
 
-static void *sp_finisher_main(void *arg)
-{
-	sp_finish(0);
-	return NULL;
-}
-
 static void sp_before_exit_call(void)
 {
 	int e = errno;
-	pthread_t t;
 	if (atomic_load(&sp_g.enabled) && !atomic_load(&sp_g.stopping) && getpid() == sp_g.pid &&
-	    !sp_maybe_in_handler() && sp_spawn_quiet(&t, sp_finisher_main, NULL) == 0)
-		pthread_join(t, NULL);
+	    !sp_maybe_in_handler())
+		sp_finish_aside(0, false);
 	errno = e;
 }
 

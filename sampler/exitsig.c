@@ -52,7 +52,7 @@ static void sp_before_self_signal(int sig)
 {
 	int e = errno;
 	if (sp_ends_process(sig))
-		sp_finish(sig);
+		sp_finish_aside(sig, true);
 	errno = e;
 }
 

@@ -20,6 +20,7 @@
 #include "sampler/writer.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
@@ -110,7 +111,24 @@ void sp_finish(int sig)
 		sp_log("profile written to %s", sp_g.path);
 }
 
+static void *sp_finisher_main(void *arg)
+{
+	sp_finish((int)(intptr_t)arg);
+	return NULL;
+}
+
+void sp_finish_aside(int sig, bool here)
+{
+	pthread_t t;
+	if (sp_spawn_quiet(&t, sp_finisher_main, (void *)(intptr_t)sig) == 0)
+		pthread_join(t, NULL);
+	else if (here)
+		sp_finish(sig);
+}
+
 __attribute__((destructor)) static void sp_fini(void)
 {
-	sp_finish(0);
+	/* exit() may come from a thread with a small stack of its own */
+	if (atomic_load(&sp_g.enabled) && !atomic_load(&sp_g.stopping) && getpid() == sp_g.pid)
+		sp_finish_aside(0, true);
 }

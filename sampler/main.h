@@ -8,11 +8,22 @@
 #ifndef SP_SAMPLER_MAIN_H
 #define SP_SAMPLER_MAIN_H
 
+#include <stdbool.h>
+
 /*
  * Stops the timers and writes the final stats: what the destructor does at
  * exit, what exitcall.c does in _exit, and what exitsig.c does before the
- * process kills itself with sig (0: a normal exit or _exit). Once per process; later calls return at once.
+ * process kills itself with sig (0: a normal exit or _exit). Once per process; later calls return
+ * at once.
  */
 void sp_finish(int sig);
+
+/*
+ * sp_finish(sig) on a thread of stackprof's own, waited for: the final
+ * flush wants tens of KiB of stack, more than a program's small thread
+ * stack may have left (a 32 KiB stack overflowed). If that thread can't
+ * start: on the calling thread when here is true, else not at all.
+ */
+void sp_finish_aside(int sig, bool here);
 
 #endif

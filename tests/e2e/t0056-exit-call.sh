@@ -93,6 +93,11 @@ done
 run smallstack 4 smallstack 4
 check "smallstack: says complete" grep -q '^status: *complete' smallstack.info
 holds smallstack.prof small_work small smallstack
+# the same thread calls exit(): the destructor's finish ran on that stack
+# and overflowed it (the program died of SIGSEGV)
+run smallexit 8 smallstack 8 exit
+check "smallexit: says complete" grep -q '^status: *complete' smallexit.info
+holds smallexit.prof small_work small smallexit
 
 # vfork children that _exit/_Exit at once: the parent's profile is whole
 run vfork 0 vfork 200

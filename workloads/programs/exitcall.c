@@ -14,9 +14,10 @@
  *                        blocked while it runs); altstack: SA_NODEFER on the
  *                        child's own sigaltstack (nothing blocked). The
  *                        parent checks status 6 and exits with it
- *   smallstack N         a thread on a 32 KiB stack (256 KiB of PROT_NONE
- *                        under it) works 0.6 s in
- *                        small_work() and ends the process with _exit(N)
+ *   smallstack N [exit]  a thread on a 32 KiB stack (256 KiB of PROT_NONE
+ *                        under it) works 0.6 s in small_work() and ends
+ *                        the process with _exit(N), or exit(N) (which
+ *                        runs the destructors on that thread)
  *   vfork N              N vfork children that call _exit(0) (or _Exit(0),
  *                        every other one) at once, then the parent works
  *                        0.6 s in after_vfork(); exits 0 if each ended with 0
@@ -29,6 +30,7 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,14 +196,19 @@ __attribute__((noinline)) double small_work(void)
 	return spin(0.6);
 }
 
+static bool small_exit;
+
 static void *small_main(void *arg)
 {
 	report("small", small_work());
+	if (small_exit)
+		exit(*(int *)arg);
 	_exit(*(int *)arg);
 }
 
-static int mode_smallstack(int status)
+static int mode_smallstack(int status, bool use_exit)
 {
+	small_exit = use_exit;
 	/* 256 KiB of PROT_NONE under it: an overflow faults, even one that
 	 * moves the stack pointer past a single guard page in one step */
 	size_t guard = 256 * 1024, size = 32 * 1024;
@@ -258,7 +265,7 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "sigterm") && argc > 2)
 		return mode_sigterm(argv[2]);
 	if (!strcmp(mode, "smallstack") && argc > 2)
-		return mode_smallstack(atoi(argv[2]));
+		return mode_smallstack(atoi(argv[2]), argc > 3 && !strcmp(argv[3], "exit"));
 	if (!strcmp(mode, "vfork") && argc > 2)
 		return mode_vfork(atoi(argv[2]));
 	fprintf(stderr, "usage: exitcall MODE ... (see the source)\n");
