@@ -31,31 +31,12 @@ def expect(cond, what):
         fails.append(what)
 
 
-class Torch2Module:
+class Torch2Module(splib.FakeModule):
     """Calls its hooks the way torch 2.1+'s Module._call_impl does."""
 
     def __init__(self, forward, **children):
-        self._fwd, self._children = forward, children
-        self._pre, self._post, self._always = {}, {}, set()
-        for name, child in children.items():
-            setattr(self, name, child)
-
-    def named_modules(self, prefix=""):
-        yield prefix, self
-        for name, child in self._children.items():
-            yield from child.named_modules(prefix + "." + name if prefix else name)
-
-    class _Handle:
-        def __init__(self, table, key):
-            self.table, self.key = table, key
-
-        def remove(self):
-            self.table.pop(self.key, None)
-
-    def register_forward_pre_hook(self, hook):
-        key = object()
-        self._pre[key] = hook
-        return self._Handle(self._pre, key)
+        super().__init__(forward, **children)
+        self._always = set()
 
     def register_forward_hook(self, hook, *, always_call=False):
         key = object()
