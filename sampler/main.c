@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -113,6 +114,7 @@ void sp_finish(int sig)
 
 static void *sp_finisher_main(void *arg)
 {
+	prctl(PR_SET_NAME, "stackprof-fin", 0, 0, 0);
 	sp_finish((int)(intptr_t)arg);
 	return NULL;
 }

@@ -2,9 +2,10 @@
  * mallocguard.c - preloaded after libstackprof.so in the no-malloc test
  * (libunwind's Gtest-nomalloc idea): aborts if malloc and friends run inside
  * the SIGPROF handler. The handler runs with SIGPROF (and every other
- * signal) blocked; so does stackprof's writer thread, which may allocate and
- * is told apart by its name. So "SIGPROF blocked, not the writer" means "in
- * the handler" for a test program that never blocks SIGPROF itself.
+ * signal) blocked; so do stackprof's own threads (the writer, the one that
+ * finishes the profile at exit), which may allocate and are told apart by
+ * their names, "stackprof-...". So "SIGPROF blocked, not one of those"
+ * means "in the handler" for a test program that never blocks SIGPROF.
  */
 #include <signal.h>
 #include <stdlib.h>
@@ -32,7 +33,7 @@ static void guard(const char *what)
 	if (!is_writer) {
 		char name[16] = "";
 		prctl(PR_GET_NAME, name, 0, 0, 0);
-		is_writer = strcmp(name, "stackprof-wr") ? 2 : 1;
+		is_writer = strncmp(name, "stackprof-", 10) ? 2 : 1;
 	}
 	if (is_writer == 1)
 		return;
