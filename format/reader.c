@@ -790,8 +790,8 @@ struct sp_profile *sp_profile_read(const char *path, char *err, size_t errlen)
 	if (p->status == SP_READ_OK && !ended && !exec_end)
 		sp_set_error(p, SP_READ_TRUNCATED,
 			     "truncated after %llu of %llu bytes: the program ended without "
-			     "finishing it (a kill, a crash or _exit); records up to its last "
-			     "flush are kept",
+			     "finishing it (a kill, a crash, or _exit from a signal handler); "
+			     "records up to its last flush are kept",
 			     (unsigned long long)(z.total_in + SP_PROFILE_MAGIC_LEN),
 			     (unsigned long long)flen);
 	if (p->status != SP_READ_OK)
