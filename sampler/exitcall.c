@@ -82,8 +82,7 @@ static bool sp_maybe_in_handler(void)
 static void sp_before_exit_call(void)
 {
 	int e = errno;
-	if (atomic_load(&sp_g.enabled) && !atomic_load(&sp_g.stopping) && getpid() == sp_g.pid &&
-	    !sp_maybe_in_handler())
+	if (!sp_maybe_in_handler())
 		sp_finish_aside(0, false);
 	errno = e;
 }

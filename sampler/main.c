@@ -121,6 +121,10 @@ static void *sp_finisher_main(void *arg)
 
 void sp_finish_aside(int sig, bool here)
 {
+	/* sp_finish's own test, before a thread is made for nothing: not set
+	 * up, finished already, or a vfork child (its parent's memory) */
+	if (!atomic_load(&sp_g.enabled) || atomic_load(&sp_g.stopping) || getpid() != sp_g.pid)
+		return;
 	pthread_t t;
 	if (sp_spawn_quiet(&t, sp_finisher_main, (void *)(intptr_t)sig) == 0)
 		pthread_join(t, NULL);
@@ -131,6 +135,5 @@ void sp_finish_aside(int sig, bool here)
 __attribute__((destructor)) static void sp_fini(void)
 {
 	/* exit() may come from a thread with a small stack of its own */
-	if (atomic_load(&sp_g.enabled) && !atomic_load(&sp_g.stopping) && getpid() == sp_g.pid)
-		sp_finish_aside(0, true);
+	sp_finish_aside(0, true);
 }

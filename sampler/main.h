@@ -23,6 +23,8 @@ void sp_finish(int sig);
  * flush wants tens of KiB of stack, more than a program's small thread
  * stack may have left (a 32 KiB stack overflowed). If that thread can't
  * start: on the calling thread when here is true, else not at all.
+ * Nothing in a process that is not sampling, is stopping already, or is a
+ * vfork child.
  */
 void sp_finish_aside(int sig, bool here);
 

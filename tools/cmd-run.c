@@ -784,15 +784,17 @@ static int sp_run_collect(struct sp_run *r)
 	return r->nerrors ? SP_EXIT_ERROR : SP_EXIT_OK;
 }
 
-static void sp_print_summary(const char *path, const struct sp_run_opts *o)
+/* Prints the summary of the profile at path; returns its samples (0 if unreadable). */
+static uint64_t sp_print_summary(const char *path, const struct sp_run_opts *o)
 {
 	/* one warning at most: the counts say it if the profile is cut off */
 	char err[512];
 	struct sp_profile *p = sp_profile_read(path, err, sizeof(err));
 	if (!p) {
 		sp_cli_error("%s", err);
-		return;
+		return 0;
 	}
+	uint64_t samples = p->n_samples;
 	struct sp_model_opts mo;
 	memset(&mo, 0, sizeof(mo));
 	mo.no_ranges = true;
@@ -811,6 +813,7 @@ static void sp_print_summary(const char *path, const struct sp_run_opts *o)
 		sp_summary_print_top(stderr, m, o->top, "  ");
 	sp_model_free(m);
 	sp_profile_free(p);
+	return samples;
 }
 
 /* The samples in the profile at path (0 if it can't be read). */
@@ -977,9 +980,7 @@ static void sp_run_report(const struct sp_run *r)
 			"(%llu; %s has %llu)\n",
 			shown, (unsigned long long)best_n, first, (unsigned long long)first_n);
 	if (r->o.summary)
-		sp_print_summary(shown, &r->o);
-	if (r->o.summary && r->nfiles == 1)
-		best_n = sp_run_samples(shown);
+		best_n = sp_print_summary(shown, &r->o);
 	if (r->o.summary && !best_n)
 		fprintf(stderr, "stackprof: no samples: %s\n",
 			r->o.paused ? "sampling started paused (--paused) and the program never "
