@@ -253,6 +253,11 @@ struct sp_prof_stats {
 	uint64_t py_unreadable;
 	uint64_t py_faults;
 	uint64_t py_bad_tstates;
+	/* stackprof's own CPU time outside the handler: the writer's work on
+	 * its threads (draining, compressing, writing, the final flush), and
+	 * set-up on the program's threads (start-up, each thread's attach) */
+	uint64_t writer_ns;
+	uint64_t setup_ns;
 };
 
 /* -------------------------------------------------------- profile writer */

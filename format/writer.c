@@ -281,6 +281,8 @@ int sp_prof_writer_stats(struct sp_prof_writer *w, const struct sp_prof_stats *s
 	sp_buf_put_uleb(b, s->py_unreadable);
 	sp_buf_put_uleb(b, s->py_faults);
 	sp_buf_put_uleb(b, s->py_bad_tstates);
+	sp_buf_put_uleb(b, s->writer_ns);
+	sp_buf_put_uleb(b, s->setup_ns);
 	return sp_prof_writer_emit(w, SP_REC_STATS);
 }
 

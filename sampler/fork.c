@@ -90,6 +90,7 @@ static void sp_fork_child(void)
 		sp_ring_release(&self->ring);
 		atomic_store(&self->state, SP_SLOT_FREE);
 	}
+	atomic_store(&sp_g.setup_ns, 0); /* the child's profile counts its own */
 	if (sp_writer_start() < 0) {
 		atomic_store(&sp_g.enabled, false);
 		return;

@@ -42,6 +42,7 @@ __attribute__((constructor)) static void sp_init(void)
 		sp_log("setuid/setgid program: stackprof leaves it alone");
 		return;
 	}
+	uint64_t c0 = sp_thread_cpu_ns();
 	sp_g.pid = getpid();
 	sp_g.start_mono_ns = sp_now_ns();
 	struct timespec ts;
@@ -81,9 +82,12 @@ __attribute__((constructor)) static void sp_init(void)
 	if (sp_g.timer->start && (err = sp_g.timer->start(sp_g.period_ns)) < 0)
 		sp_log("cannot start the %s timer: %s; no samples will be taken", sp_g.timer->name,
 		       strerror(-err));
-	sp_thread_attach(NULL);
+	atomic_fetch_add(&sp_g.setup_ns, sp_thread_cpu_ns() - c0);
+	sp_thread_attach(NULL); /* counts its own */
+	c0 = sp_thread_cpu_ns();
 	/* after the main thread's slot: python.c finds glibc's key block by it */
 	sp_python_init();
+	atomic_fetch_add(&sp_g.setup_ns, sp_thread_cpu_ns() - c0);
 	if (sp_g.cfg.verbose)
 		sp_log("profiling to %s with %s at %u Hz", sp_g.path, sp_g.timer->name,
 		       sp_g.cfg.freq_hz);

@@ -76,6 +76,7 @@ int sp_thread_attach(const char *py_name)
 {
 	if (sp_self || !atomic_load(&sp_g.enabled) || atomic_load(&sp_g.stopping))
 		return 0;
+	uint64_t c0 = sp_thread_cpu_ns();
 	struct sp_thread *t = sp_slot_claim();
 	if (!t)
 		return -EAGAIN;
@@ -149,6 +150,7 @@ int sp_thread_attach(const char *py_name)
 		       strerror(-err));
 	else if (!atomic_load(&sp_g.sampling) && !t->timer->pause_all)
 		t->timer->pause(t); /* stopped (API, schedule): costs nothing until started */
+	atomic_fetch_add(&sp_g.setup_ns, sp_thread_cpu_ns() - c0);
 	return err;
 }
 

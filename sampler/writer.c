@@ -85,6 +85,11 @@ struct sp_wstate {
 	struct sp_prof_stats retired;
 	uint64_t samples, weight_ns;
 	uint64_t last_flush_ns;
+	/* the writer's own CPU time (stats.writer_ns): writer threads that
+	 * ended (a park ends one), and work done on other threads (a
+	 * dlclose's record; the final flush, from final_c0) */
+	uint64_t cpu_done_ns, cpu_aside_ns, final_c0;
+	bool final_aside;
 	bool stop, exec_flush; /* stop: the writer thread was told to end (parked) */
 	pid_t tid;	       /* the writer thread's */
 	bool flush_requested;
@@ -469,6 +474,12 @@ static void sp_write_stats(struct sp_wstate *s, uint32_t flags)
 	st.randomized = sp_g.timer->randomized;
 	st.py_faults = sp_safe_faults();
 	st.py_bad_tstates = atomic_load(&sp_py.bad_tstates);
+	st.writer_ns = s->cpu_done_ns + s->cpu_aside_ns;
+	if (s->final_aside)
+		st.writer_ns += sp_thread_cpu_ns() - s->final_c0;
+	else
+		st.writer_ns += sp_thread_cpu_ns(); /* the writer thread's, so far */
+	st.setup_ns = atomic_load(&sp_g.setup_ns);
 	sp_prof_writer_stats(s->w, &st);
 }
 
@@ -631,6 +642,7 @@ static void *sp_writer_main(void *arg)
 			sp_drain_all(s, false);
 		}
 	}
+	s->cpu_done_ns += sp_thread_cpu_ns();
 	pthread_mutex_unlock(&sp_g.lock);
 	return NULL;
 }
@@ -890,8 +902,11 @@ void sp_writer_record_modules(void)
 	if (pthread_mutex_timedlock(&sp_g.lock, &ts) != 0)
 		return;
 	/* stop: parked, or the final flush owns the state */
-	if (!s->stop)
+	if (!s->stop) {
+		uint64_t c0 = sp_thread_cpu_ns();
 		sp_modules_sync(s);
+		s->cpu_aside_ns += sp_thread_cpu_ns() - c0;
+	}
 	pthread_mutex_unlock(&sp_g.lock);
 }
 
@@ -961,6 +976,8 @@ void sp_writer_stop(bool final, int sig)
 	if (!s)
 		return;
 	sp_writer_park();
+	s->final_aside = true;
+	s->final_c0 = sp_thread_cpu_ns();
 	s->end_signal = sig;
 	sp_flush(s, final ? SP_STATS_FINAL : 0);
 	sp_writer_failed(s, sp_prof_writer_close(s->w));
