@@ -76,6 +76,9 @@ struct sp_wstate {
 	/* thread names emitted, by slot */
 	pid_t name_tid[SP_MAX_THREADS];
 	char name[SP_MAX_THREADS][64];
+	/* when each slot's comm was last read, and its signals then */
+	uint64_t name_read_ns[SP_MAX_THREADS];
+	uint64_t name_signals[SP_MAX_THREADS];
 	/* ranges emitted */
 	uint32_t ranges_emitted;
 	/* JIT map read offset */
@@ -297,6 +300,33 @@ static void sp_thread_name(struct sp_wstate *s, uint32_t slot, const struct sp_t
 	sp_prof_writer_thread(s->w, &rec);
 }
 
+/* How a pass names the live threads: not at all (a drain), those due (a
+ * flush), or all of them (the last flush, or the one before exec). */
+enum sp_names { SP_NAMES_NONE, SP_NAMES_DUE, SP_NAMES_ALL };
+
+/*
+ * Whether a flush reads a live thread's comm again. Reading it costs 100 to
+ * 300 us a flush in this VM (cold kernel paths): at every flush for every
+ * thread it was a tenth of the writer's CPU on a one-thread Python program
+ * at 1 kHz. A renamed thread is seen within a second and at the last flush,
+ * which records every name; a thread that took no sample since its last
+ * read is not read, and keeps the name it had (the reader keeps the last
+ * THREAD record of a tid anyway).
+ */
+static bool sp_name_due(struct sp_wstate *s, uint32_t slot, const struct sp_thread *t,
+			enum sp_names mode)
+{
+	if (mode == SP_NAMES_NONE)
+		return false;
+	uint64_t now = sp_now_ns(), sig = atomic_load(&t->signals);
+	if (mode == SP_NAMES_DUE && t->py_name[0] == '\0' && s->name_tid[slot] == t->tid &&
+	    (sig == s->name_signals[slot] || now - s->name_read_ns[slot] < 1000000000u))
+		return false;
+	s->name_read_ns[slot] = now;
+	s->name_signals[slot] = sig;
+	return true;
+}
+
 static void sp_ranges_sync(struct sp_wstate *s)
 {
 	struct sp_prof_range r[64];
@@ -422,7 +452,7 @@ static void sp_add_counters(struct sp_prof_stats *st, struct sp_thread *t)
 		st->handler_stack = used;
 }
 
-static void sp_drain_all(struct sp_wstate *s, bool names)
+static void sp_drain_all(struct sp_wstate *s, enum sp_names names)
 {
 	/* every pass: the handler unwinds through a dlopen'ed module, and its
 	 * samples are named, within one drain interval of the load */
@@ -438,7 +468,7 @@ static void sp_drain_all(struct sp_wstate *s, bool names)
 			sp_drain_slot(s, i, t);
 			/* the handler's next writes go to memory already there */
 			sp_ring_keep_ahead(&t->ring);
-			if (names)
+			if (sp_name_due(s, i, t, names))
 				sp_thread_name(s, i, t, NULL);
 		} else if (st == SP_SLOT_DEAD) {
 			sp_drain_slot(s, i, t);
@@ -603,7 +633,7 @@ static void sp_writer_failed(struct sp_wstate *s, int err)
 
 static void sp_flush(struct sp_wstate *s, uint32_t flags)
 {
-	sp_drain_all(s, true);
+	sp_drain_all(s, flags ? SP_NAMES_ALL : SP_NAMES_DUE);
 	sp_jit_sync(s);
 	sp_write_stats(s, flags);
 	/* while the file can't be written the flush waits, and the bytes with it */
@@ -639,7 +669,7 @@ static void *sp_writer_main(void *arg)
 			s->flush_done = seq;
 			pthread_cond_broadcast(&sp_g.wake);
 		} else {
-			sp_drain_all(s, false);
+			sp_drain_all(s, SP_NAMES_NONE);
 		}
 	}
 	s->cpu_done_ns += sp_thread_cpu_ns();
