@@ -29,6 +29,7 @@
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tools/cli.h"
@@ -111,13 +112,16 @@ static const struct sp_cli_cmd sp_run_cmd = {
 	     "too. Options end at CMD: everything after it is CMD's. When CMD ends, a\n"
 	     "summary goes to stderr.\n"
 	     "\n"
-	     "CMD's exit status and signals pass through unchanged. On a terminal, CMD\n"
+	     "CMD's exit status and signals pass through unchanged (but a run whose\n"
+	     "profile could not be written exits 1 where CMD exited 0; a path that\n"
+	     "cannot be created is refused before CMD starts). On a terminal, CMD\n"
 	     "shares this command's process group: ^C, ^\\ and ^Z reach it by themselves,\n"
 	     "and SIGINT, SIGQUIT, SIGHUP and SIGTERM sent to this command by a process\n"
 	     "(kill -INT PID) are passed on, once. Without a terminal (CI, scripts,\n"
 	     "timeout), CMD gets a process group of its own, SIGINT, SIGQUIT, SIGHUP,\n"
 	     "SIGTERM, SIGUSR1, SIGUSR2 and SIGALRM sent to this command or to its\n"
-	     "group are passed on once, and CMD is killed should this command be\n"
+	     "group are passed on once (timeout sends two: one sender's copies within\n"
+	     "50 ms are one), and CMD is killed should this command be\n"
 	     "killed (PR_SET_PDEATHSIG). A CMD that ends itself with SIGINT (Python\n"
 	     "after KeyboardInterrupt), SIGTERM, SIGHUP or SIGQUIT still leaves a\n"
 	     "complete profile.\n",
@@ -328,6 +332,24 @@ static int sp_run_claim(struct sp_run *r, const char *path)
 }
 
 /*
+ * Whether a file can be created in dir: one is, and removed. access() is
+ * not enough: root passes it on /sys, and a read-only mount answers only
+ * when a file is made. 0 or an errno.
+ */
+static int sp_probe_create(const char *dir)
+{
+	char probe[PATH_MAX];
+	if (snprintf(probe, sizeof(probe), "%s/.stackprof-probe-XXXXXX", dir) >= (int)sizeof(probe))
+		return ENAMETOOLONG;
+	int fd = mkstemp(probe);
+	if (fd < 0)
+		return errno;
+	close(fd);
+	unlink(probe);
+	return 0;
+}
+
+/*
  * An earlier profile at -o is replaced after the run, and only by a new
  * one: a program that is never profiled leaves it as it was. Anything
  * else there is somebody's file. A path that cannot be created fails now,
@@ -344,6 +366,12 @@ static int sp_run_check_output(struct sp_run *r)
 		return 0;
 	}
 	if (lstat(out, &st) == 0) {
+		if (S_ISDIR(st.st_mode)) {
+			sp_cli_error("run: %s is a directory; -o takes the profile's file name (%s/"
+				     "NAME.prof)",
+				     out, out);
+			return SP_EXIT_ERROR;
+		}
 		int is = S_ISREG(st.st_mode) ? sp_run_claim(r, out) : -EEXIST;
 		if (is == -EEXIST) {
 			sp_cli_error("run: %s exists and is not a stackprof profile; not "
@@ -363,11 +391,14 @@ static int sp_run_check_output(struct sp_run *r)
 	if (!copy)
 		return SP_EXIT_ERROR;
 	const char *dir = dirname(copy);
-	int rc = SP_EXIT_OK;
-	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || access(dir, W_OK | X_OK) < 0) {
-		int e = errno ? errno : ENOTDIR;
-		if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
-			e = ENOTDIR;
+	int rc = SP_EXIT_OK, e = 0;
+	if (stat(dir, &st) < 0)
+		e = errno;
+	else if (!S_ISDIR(st.st_mode))
+		e = ENOTDIR;
+	else
+		e = sp_probe_create(dir);
+	if (e) {
 		sp_cli_error("run: cannot write the profile %s: %s: %s", out, dir, strerror(e));
 		rc = SP_EXIT_ERROR;
 	}
@@ -536,13 +567,33 @@ static volatile sig_atomic_t sp_child_group; /* the program has a process group 
  * run). The program also gets SIGKILL should run be killed outright
  * (PR_SET_PDEATHSIG), as it would in run's group.
  */
+/*
+ * One signal sent twice by one sender within this long is passed on once.
+ * timeout(1) sends its signal to its child (run) and then to its own
+ * process group, run again: the program, sent both directly, would have
+ * had the second merged into the first while still pending, but run takes
+ * the first before the second arrives, and passed on both, 1 ms apart (a
+ * second KeyboardInterrupt in the program's own cleanup, in 5-25% of
+ * `timeout -s INT` runs).
+ */
+#define SP_FORWARD_SAME_NS 50000000ll
+
 static void sp_forward(int sig, siginfo_t *si, void *uc)
 {
 	(void)uc;
+	static pid_t last_pid[NSIG];
+	static long long last_ns[NSIG];
 	int e = errno;
-	if (sp_child > 0 && (sp_child_group || si->si_code == SI_USER || si->si_code == SI_QUEUE ||
-			     si->si_code == SI_TKILL))
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	long long now = (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+	bool sent = si->si_code == SI_USER || si->si_code == SI_QUEUE || si->si_code == SI_TKILL;
+	bool again = sent && last_pid[sig] == si->si_pid && now - last_ns[sig] < SP_FORWARD_SAME_NS;
+	if (sp_child > 0 && (sp_child_group || sent) && !again) {
 		kill(sp_child, sig);
+		last_pid[sig] = sent ? si->si_pid : 0;
+		last_ns[sig] = now;
+	}
 	errno = e;
 }
 

@@ -54,6 +54,27 @@ check "run -o missing-dir/x.prof: exit 1" [ $? -eq 1 ]
 check "the program did not run" [ ! -e ran ]
 check "the message names the directory" grep -q "cannot write the profile missing-dir/x.prof: missing-dir: No such file" err
 
+# -o into a directory where no file can be made, though access() says yes
+# to root (sysfs), or a read-only mount: refused before the program runs
+ro=""
+if [ "$(id -u)" = 0 ] && [ -d /sys/kernel ]; then
+	ro=/sys/kernel
+elif [ ! -w /proc/self ]; then
+	ro=/proc/self
+fi
+if [ -n "$ro" ]; then
+	"$SP" run -o $ro/x.prof -- sh -c 'touch ran' >out 2>err
+	check "run -o $ro/x.prof: exit 1" [ $? -eq 1 ]
+	check "the program did not run" [ ! -e ran ]
+	check "the message says why" grep -q "cannot write the profile $ro/x.prof: $ro: " err
+fi
+
+# -o a directory: says so
+mkdir -p somedir
+"$SP" run -o somedir -- sh -c 'touch ran' >out 2>err
+check "run -o DIR: exit 1, the program did not run" bash -c "[ $? -eq 1 ] && [ ! -e ran ]"
+check "and it says -o takes a file name" grep -q "somedir is a directory; -o takes the profile's file name" err
+
 # the summary: skipped and throttled apart, with info's values; no pipe in "next:"
 "$SP" run -F 1000 -o a.prof -- ./shape a 2>a.err
 check "run: exit 0" [ $? -eq 0 ]

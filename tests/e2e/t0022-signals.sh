@@ -189,6 +189,35 @@ for sig in INT TERM; do
 		[ "$(cat g.$sig)" = "SIG$sig=1" ]
 done
 
+# --- timeout(1) sends its signal to run, then to its own group, run again:
+# twice from one sender, which the program, sent both, would get as one
+# (the second merges into the first while it is pending). run takes the
+# first before the second arrives: it must pass on one. First the same two
+# kills 2 ms apart (without the fix: SIGINT=2 every time), then timeout
+# itself (without the fix: SIGINT=2 in 1 to 5 runs of 20; the 1 s leaves
+# count time to start on a loaded machine)
+for sig in INT TERM; do
+	rm -f t.$sig
+	setsid env --default-signal=INT,QUIT "$SP" run --no-summary -o t$sig.prof -- ./count t.$sig \
+		</dev/null >/dev/null 2>&1 &
+	runner=$!
+	wait_ready t.$sig || fail "count did not start"
+	python3 -c "import os, signal, sys, time
+pid, sig = int(sys.argv[1]), getattr(signal, 'SIG' + sys.argv[2])
+os.kill(pid, sig); time.sleep(0.002); os.kill(-pid, sig)" $runner $sig
+	wait $runner
+	check "SIG$sig to run and then its group, 2 ms apart, by one sender: the program gets one" \
+		[ "$(cat t.$sig)" = "SIG$sig=1" ]
+done
+doubles=0
+for i in $(seq 20); do
+	rm -f to.INT
+	timeout -s INT 1 env --default-signal=INT,QUIT "$SP" run --no-summary -o to.prof -- \
+		./count to.INT </dev/null >/dev/null 2>&1
+	[ "$(cat to.INT 2>/dev/null)" = "SIGINT=1" ] || doubles=$((doubles + 1))
+done
+check "timeout -s INT: the program gets SIGINT once, in 20 runs of 20 (not: $doubles)" [ $doubles -eq 0 ]
+
 # --- a terminal's ^C: the whole foreground group gets it, run passes nothing on
 cat >ptyrun.py <<'EOF'
 import os, pty, sys, time
