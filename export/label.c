@@ -36,8 +36,8 @@ void sp_label_append(struct sp_buf *b, const struct sp_mframe *f, enum sp_label_
 	snprintf(num, sizeof(num), "%u", f->line);
 	if (st == SP_LABEL_PYTORCH) {
 		/* torch.profiler names Python files by their import path */
-		sp_buf_puts(b,
-			    f->kind == SP_MFRAME_PYTHON ? sp_model_python_path(f->file) : f->file);
+		sp_buf_puts(b, f->kind == SP_MFRAME_PYTHON && f->import_path ? f->import_path
+									     : f->file);
 		sp_buf_puts(b, "(");
 		sp_buf_puts(b, f->line ? num : "?");
 		sp_buf_puts(b, "): ");

@@ -123,7 +123,7 @@ static bool sp_frame_eq(const void *ctx, uint32_t idx)
 	const struct sp_mframe *x = &b->m->frames[idx], *y = b->probe_frame;
 	return x->line == y->line && x->def_line == y->def_line && x->kind == y->kind &&
 	       sp_str_eq(x->func, y->func) && sp_str_eq(x->file, y->file) &&
-	       sp_str_eq(x->module, y->module);
+	       sp_str_eq(x->module, y->module) && sp_str_eq(x->import_path, y->import_path);
 }
 
 /* Interns f (its strings must outlive the model); returns the frame id or -errno. */
@@ -272,8 +272,11 @@ const char *sp_model_short_path(const struct sp_model_opts *o, const char *path)
 		if (q && q[strlen(py_roots[i])])
 			return q + strlen(py_roots[i]);
 	}
+	/* the standard library by its import path too ("threading.py",
+	 * "concurrent/futures/thread.py"): Python files only */
 	const char *lib = strstr(path, "/lib/python3");
-	if (lib && (p = strchr(lib + 12, '/')) && p[1] && !strchr(p + 1, '/'))
+	size_t len = strlen(path);
+	if (lib && (p = strchr(lib + 12, '/')) && p[1] && len > 3 && !strcmp(path + len - 3, ".py"))
 		return p + 1;
 	static char cwd[4096];
 	static bool have_cwd;
@@ -484,6 +487,9 @@ static int64_t sp_pc_loc(struct sp_builder *b, uint64_t pc, bool ret)
 		    .line = fr[k].line,
 		    .module = fr[k].module,
 		    .def_line = fr == &py ? py_def_line : 0,
+		    .import_path = fr == &py && fr[k].file && !b->o->whole_paths
+				       ? sp_model_python_path(fr[k].file)
+				       : NULL,
 		    .offset = fr[k].offset,
 		    .kind = fr == &py ? SP_MFRAME_PYTHON : (int)fr[k].kind,
 		};

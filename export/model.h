@@ -38,6 +38,9 @@ struct sp_mframe {
 	unsigned line;
 	const char *module; /* basename, NULL if none; a Python frame's module name */
 	unsigned def_line;  /* a Python frame's function's first line (co_firstlineno), else 0 */
+	/* a Python frame's file as torch.profiler names it, by its import path
+	 * ("torch/nn/modules/conv.py"); NULL where whole paths were asked for */
+	const char *import_path;
 	uint64_t offset;
 	int kind; /* enum sp_frame_kind or SP_MFRAME_* */
 };
@@ -93,6 +96,7 @@ struct sp_model_opts {
 	const char *const *strip_prefixes;
 	size_t n_strip_prefixes;
 	bool short_paths;
+	bool whole_paths; /* --strip-path none: even PyTorch-style frames keep them */
 	/* keep the Python interpreter's own frames between Python frames
 	 * (the eval loop, calls): for people debugging CPython itself */
 	bool python_plumbing;

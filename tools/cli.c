@@ -316,10 +316,12 @@ int sp_cli_filter(struct sp_cli_args *a, int key, struct sp_cli_filters *f)
 	case SP_OPT_STRIP_PATH: {
 		if (!strcmp(a->value, "auto")) {
 			mo->short_paths = true;
+			mo->whole_paths = false;
 			return 1;
 		}
 		if (!strcmp(a->value, "none")) {
 			mo->short_paths = false;
+			mo->whole_paths = true;
 			mo->n_strip_prefixes = 0;
 			return 1;
 		}

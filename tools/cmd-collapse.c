@@ -34,14 +34,18 @@ static const struct sp_cli_cmd sp_collapse_cmd = {
     .about = "Prints one line per distinct stack: frames root first joined by ';', a\n"
 	     "space, and the stack's self CPU time in microseconds (PyTorch's\n"
 	     "export_stacks format, read by flamegraph.pl, speedscope and inferno).\n"
-	     "Spaces, ';', tabs and newlines inside a frame become '_'. File names\n"
-	     "are kept whole, as export_stacks keeps them (--strip-path auto\n"
-	     "shortens them). With --ops, the frames are the aten operators on each\n"
+	     "Spaces, ';', tabs and newlines inside a frame become '_'. The frames\n"
+	     "read 'func (file:line)'; --frame pytorch writes them as export_stacks\n"
+	     "does, 'file(line): func', with Python files by their import path\n"
+	     "(torch/nn/modules/conv.py). Native file names are kept whole\n"
+	     "(--strip-path auto shortens build trees; --strip-path none keeps even\n"
+	     "Python's whole). With --ops, the frames are the aten operators on each\n"
 	     "stack (at::_ops::NAME::call, named aten::NAME), outermost first: a flame\n"
 	     "graph of the model's operators.\n",
     .opts = sp_collapse_opts,
     .more = "examples:\n"
 	    "  stackprof collapse rn.prof > rn.folded && flamegraph.pl rn.folded > rn.svg\n"
+	    "  stackprof collapse --frame pytorch torch.prof > torch.folded\n"
 	    "  stackprof collapse --frame func --per-thread rn.prof | sort -k2 -n | tail\n"
 	    "  stackprof collapse --metric samples --range 'LINEAR PASS' rn.prof\n"
 	    "  stackprof collapse --ops torch.prof > ops.folded\n",

@@ -127,4 +127,19 @@ if command -v go >/dev/null 2>&1; then
 else
 	say "go is not installed: the pprof label is not checked"
 fi
+
+# PyTorch-style frames name Python files by their import path, as
+# torch.profiler does, shortened once: not again by --strip-path auto
+# (which gave "conv.py(459)"), and not at all with --strip-path none
+for sp in default auto none; do
+	opt=()
+	[ $sp = default ] || opt=(--strip-path $sp)
+	"$SP" collapse --frame pytorch "${opt[@]}" m.prof 2>/dev/null | tr ';' '\n' | sort -u >py.$sp
+done
+check "pytorch frames: torch's files by import path" grep -qE '^torch/nn/modules/conv\.py\([0-9]+\):' py.default
+check "the same with --strip-path auto" grep -qE '^torch/nn/modules/conv\.py\([0-9]+\):' py.auto
+check "never shortened twice" bash -c "! grep -qE '^conv\.py\(' py.auto"
+check "--strip-path none keeps whole paths" grep -qE '^/.*/torch/nn/modules/conv\.py\([0-9]+\):' py.none
+check "no standard-library file is left whole with auto" \
+	bash -c "! grep -qE '^/.*/lib/python3\.[0-9]+/.*\.py\(' py.auto"
 finish

@@ -366,6 +366,12 @@ static void test_short_paths(void)
 	CHECK_STR(sp_model_short_path(&o, "./csu/../csu/libc-start.c"), "csu/libc-start.c");
 	CHECK_STR(sp_model_short_path(&o, "/home/me/src/a.c"), "/home/me/src/a.c");
 	CHECK_STR(sp_model_short_path(&o, "/build/x"), "/build/x");
+	/* Python's standard library by import path, packages too; not C files */
+	CHECK_STR(sp_model_short_path(&o, "/usr/lib/python3.11/threading.py"), "threading.py");
+	CHECK_STR(sp_model_short_path(&o, "/usr/lib/python3.11/concurrent/futures/thread.py"),
+		  "concurrent/futures/thread.py");
+	CHECK_STR(sp_model_short_path(&o, "/usr/lib/python3.11/config/x.c"),
+		  "/usr/lib/python3.11/config/x.c");
 	/* a given prefix: a whole directory, with or without its slash */
 	const char *pre[] = {"/home/me/"};
 	struct sp_model_opts p = {.strip_prefixes = pre, .n_strip_prefixes = 1};
@@ -390,10 +396,12 @@ static void test_op_python_callers(void)
 	fk.frames[0] = (struct sp_mframe){.func = "main", .kind = SP_FRAME_FUNC};
 	fk.frames[1] = (struct sp_mframe){
 	    .func = "<module>", .file = "infer.py", .line = 12, .kind = SP_MFRAME_PYTHON};
-	fk.frames[2] = (struct sp_mframe){.func = "Conv2d._conv_forward",
-					  .file = "torch/nn/modules/conv.py",
-					  .line = 459,
-					  .kind = SP_MFRAME_PYTHON};
+	fk.frames[2] =
+	    (struct sp_mframe){.func = "Conv2d._conv_forward",
+			       .file = "/usr/lib/python3/dist-packages/torch/nn/modules/conv.py",
+			       .import_path = "torch/nn/modules/conv.py",
+			       .line = 459,
+			       .kind = SP_MFRAME_PYTHON};
 	fk.frames[3] = (struct sp_mframe){.func = "at::_ops::conv2d::call(at::Tensor const&)",
 					  .kind = SP_FRAME_FUNC};
 	fk.frames[4] = (struct sp_mframe){.func = "conv_kernel", .kind = SP_FRAME_FUNC};
@@ -401,6 +409,7 @@ static void test_op_python_callers(void)
 	    .func = "hook", .file = "hooks.py", .line = 3, .kind = SP_MFRAME_PYTHON};
 	fk.frames[6] = (struct sp_mframe){.func = "ResNet.forward",
 					  .file = "torchvision/models/resnet.py",
+					  .import_path = "torchvision/models/resnet.py",
 					  .line = 285,
 					  .kind = SP_MFRAME_PYTHON};
 	fk.m.frames = fk.frames;
@@ -431,11 +440,13 @@ static void test_op_python_callers(void)
 	fclose(f);
 	/* 60 + 20 ms under _conv_forward called from infer.py:12; the hook's 20 are conv2d's */
 	CHECK(strstr(out, "aten::conv2d        80.00%") != NULL);
-	CHECK(strstr(out, "             2  conv.py(459): Conv2d._conv_forward") != NULL);
+	/* Python files by their import path, as torch.profiler names them */
+	CHECK(strstr(out, "             2  torch/nn/modules/conv.py(459): Conv2d._conv_forward") !=
+	      NULL);
 	CHECK(strstr(out, "  infer.py(12): <module>") != NULL);
 	/* the same operator from another line is a row of its own */
 	CHECK(strstr(out, "aten::conv2d        10.00%") != NULL);
-	CHECK(strstr(out, "  resnet.py(285): ResNet.forward") != NULL);
+	CHECK(strstr(out, "  torchvision/models/resnet.py(285): ResNet.forward") != NULL);
 	CHECK(strstr(out, "[no operator]        10.00%") != NULL);
 	/* Python functions are callers, never rows */
 	CHECK(strstr(out, "hook") == NULL);
