@@ -135,8 +135,10 @@ int sp_diff_write(const struct sp_model *base, const struct sp_model *cur,
 		sp_textfmt_time(t1, sizeof(t1), rn.total_ns), (unsigned long long)rn.total_samples);
 	if (scale != 1)
 		fprintf(out, " (normalized: new values x %.4f)", scale);
-	fprintf(out, "\ncomparing %s time per %s", o->total ? "total" : "self",
-		sp_rollup_by_noun(o->by, false));
+	static const char *const order[] = {"biggest growth first", "largest change first",
+					    "by base time", "by new time", "by name"};
+	fprintf(out, "\ncomparing %s time per %s, %s", o->total ? "total" : "self",
+		sp_rollup_by_noun(o->by, false), order[o->sort]);
 	if (o->threshold_pct > 0)
 		fprintf(out, "; changes within %.2f%% of the base total are unchanged",
 			o->threshold_pct);

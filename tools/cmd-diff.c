@@ -23,7 +23,8 @@ enum {
 };
 
 static const struct sp_cli_opt sp_diff_opts[] = {
-    SP_CLI_OPT_SORT_BY("delta (default: biggest growth first), abs, base, new,\nname"),
+    SP_CLI_OPT_SORT_BY("abs (default: largest change first, either way), delta\n"
+		       "(biggest growth first), base, new, name"),
     SP_CLI_OPT_ROW_LIMIT("default: all"),
     {OPT_COMPARE, 0, "compare", "self|total", "compare self time (default) or total time"},
     {OPT_AGGREGATE, 0, "aggregate-by", "KEY",
@@ -65,7 +66,9 @@ static const struct sp_cli_cmd sp_diff_cmd = {
 
 int sp_cmd_diff(int argc, char **argv)
 {
-	struct sp_diff_opts dopt = {0};
+	/* largest change first, growth or shrink: a shrink sorted after every
+	 * growth hid the biggest change under --row-limit (helper-15) */
+	struct sp_diff_opts dopt = {.sort = SP_DIFF_ABS};
 	struct sp_collapse_opts co = {0};
 	struct sp_cli_filters flt;
 	struct sp_cli_args a;
@@ -84,7 +87,7 @@ int sp_cmd_diff(int argc, char **argv)
 		switch (c) {
 		case SP_OPT_SORT_BY:
 			if (sp_diff_sort_parse(a.value, &dopt.sort)) {
-				sp_cli_bad(&a, "%s: '%s' is not delta, abs, base, new or name",
+				sp_cli_bad(&a, "%s: '%s' is not abs, delta, base, new or name",
 					   a.spelled, a.value);
 				goto out;
 			}

@@ -93,6 +93,10 @@ check "base self time 0: f_outer is added" has d.txt '$NF == "f_outer"' '$1 == "
 check "new self time 0: f_inner is removed" has d.txt '$NF == "f_inner"' '$1 == "removed" && $3 == 0'
 check "no row with a base of 0 reads increased" \
 	bash -c "! awk '\$1 == \"increased\" && \$2 == 0' d.txt | grep -q ."
+# the largest change first, growth or shrink, by default (a shrink listed
+# after every growth hid the biggest change under --row-limit)
+check "diff sorts by the size of the change by default" \
+	bash -c "\"$SP\" diff a.prof b.prof --sort-by abs 2>/dev/null | cmp -s - d.txt && grep -q 'largest change first' d.txt"
 "$SP" diff b.prof a.prof --compare total >dt.txt 2>/dev/null
 check "comparing total time, f_outer is on both sides: not added" \
 	has dt.txt '$NF == "f_outer"' '$1 != "added" && $1 != "removed"'
