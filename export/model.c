@@ -959,34 +959,6 @@ void sp_model_free(struct sp_model *m)
 	free(m);
 }
 
-int sp_model_parse_tids(const char *s, int32_t **tids, size_t *n)
-{
-	size_t cap = 1;
-	for (const char *p = s; *p; p++)
-		cap += *p == ',';
-	int32_t *v = malloc(cap * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	size_t k = 0;
-	const char *p = s;
-	for (;;) {
-		char *end;
-		errno = 0;
-		long t = strtol(p, &end, 10);
-		if (end == p || errno || t <= 0 || t > INT32_MAX || (*end && *end != ',')) {
-			free(v);
-			return -EINVAL;
-		}
-		v[k++] = (int32_t)t;
-		if (!*end)
-			break;
-		p = end + 1;
-	}
-	*tids = v;
-	*n = k;
-	return 0;
-}
-
 char *sp_model_thread_label(const struct sp_mthread *t, char *out, size_t len)
 {
 	if (t->name && t->name[0])

@@ -143,12 +143,6 @@ struct sp_model *sp_model_build(const struct sp_profile *prof, const struct sp_m
 void sp_model_free(struct sp_model *m);
 
 /*
- * Parses a thread list "TID[,TID...]" into a malloc'd array (the caller frees
- * *tids). 0 or -EINVAL (a value that is not a positive tid), -ENOMEM.
- */
-int sp_model_parse_tids(const char *s, int32_t **tids, size_t *n);
-
-/*
  * Sample indexes sorted by thread, then time; profile order breaks ties
  * (the timelines of chrome.c and speedscope.c). malloc'd, NULL if out of
  * memory; the caller frees.

@@ -283,14 +283,13 @@ int sp_cli_filter(struct sp_cli_args *a, int key, struct sp_cli_filters *f)
 	struct sp_model_opts *mo = &f->mo;
 	switch (key) {
 	case SP_OPT_THREAD:
-		free(f->tids);
-		f->tids = NULL;
-		mo->tids = NULL;
-		if (sp_model_parse_tids(a->value, &f->tids, &mo->n_tids)) {
-			sp_cli_bad(a, "--thread: '%s' is not a list of thread ids", a->value);
+		if (!a->value[0] || a->value[0] == ',' || strstr(a->value, ",,") ||
+		    a->value[strlen(a->value) - 1] == ',') {
+			sp_cli_bad(a, "--thread: '%s' is not a list of thread ids or names",
+				   a->value);
 			return -1;
 		}
-		mo->tids = f->tids;
+		f->threads = a->value;
 		return 1;
 	case SP_OPT_RANGE:
 		mo->range = a->value;
@@ -346,9 +345,7 @@ int sp_cli_filter(struct sp_cli_args *a, int key, struct sp_cli_filters *f)
 
 void sp_cli_filters_release(struct sp_cli_filters *f)
 {
-	free(f->tids);
 	free(f->strips);
-	f->tids = NULL;
 	f->strips = NULL;
 }
 
@@ -454,12 +451,136 @@ FILE *sp_cli_open_output(const char *path)
 	return f;
 }
 
-bool sp_cli_load(const char *path, const struct sp_model_opts *mo, struct sp_cli_input *in)
+/* "  4242 py-worker, 4243 python3, ..." of p's threads, into out. */
+static void sp_cli_list_threads(const struct sp_profile *p, char *out, size_t cap)
+{
+	size_t len = 0, shown = 0;
+	out[0] = '\0';
+	for (size_t i = 0; i < p->n_threads && len < cap; i++) {
+		bool dup = false; /* a renamed thread has a record per name: its last */
+		for (size_t j = i + 1; j < p->n_threads && !dup; j++)
+			dup = p->threads[j].tid == p->threads[i].tid;
+		if (dup)
+			continue;
+		if (shown++ == 12) {
+			snprintf(out + len, cap - len, ", ...");
+			return;
+		}
+		int n = snprintf(out + len, cap - len, "%s%d %s", len ? ", " : "",
+				 p->threads[i].tid, p->threads[i].name ? p->threads[i].name : "");
+		len += n > 0 ? (size_t)n : 0;
+	}
+}
+
+/* Whether item names thread record t: its id, its name, or name-id (the
+ * --per-thread views' roots). */
+static bool sp_cli_thread_is(const struct sp_prof_thread *t, const char *item, size_t n)
+{
+	char id[16];
+	snprintf(id, sizeof(id), "%d", t->tid);
+	if (strlen(id) == n && !strncmp(item, id, n))
+		return true;
+	const char *name = t->name ? t->name : "";
+	size_t k = strlen(name);
+	if (!k || n < k || strncmp(item, name, k))
+		return false;
+	return n == k ||
+	       (item[k] == '-' && n - k - 1 == strlen(id) && !strncmp(item + k + 1, id, n - k - 1));
+}
+
+/* The thread ids --thread's items name in p, into *tids; false after saying
+ * which item names no thread, and what threads p has. */
+static bool sp_cli_resolve_threads(const char *path, const char *spec, const struct sp_profile *p,
+				   int32_t **tids, size_t *n)
+{
+	*tids = NULL;
+	*n = 0;
+	size_t cap = 0;
+	for (const char *item = spec; *item;) {
+		size_t len = strcspn(item, ",");
+		bool found = false;
+		for (size_t i = 0; i < p->n_threads; i++) {
+			if (!sp_cli_thread_is(&p->threads[i], item, len))
+				continue;
+			found = true;
+			bool have = false;
+			for (size_t j = 0; j < *n && !have; j++)
+				have = (*tids)[j] == p->threads[i].tid;
+			if (have)
+				continue;
+			if (*n == cap) {
+				cap = cap ? 2 * cap : 8;
+				int32_t *v = realloc(*tids, cap * sizeof(*v));
+				if (!v) {
+					sp_cli_error("%s: %s", path, strerror(ENOMEM));
+					return false;
+				}
+				*tids = v;
+			}
+			(*tids)[(*n)++] = p->threads[i].tid;
+		}
+		if (!found) {
+			char list[1024];
+			sp_cli_list_threads(p, list, sizeof(list));
+			sp_cli_error(
+			    "--thread: %s has no thread '%.*s' (by id or name); its threads: %s",
+			    path, (int)len, item, list[0] ? list : "none");
+			return false;
+		}
+		item += len + (item[len] == ',');
+	}
+	return true;
+}
+
+/* Whether p has a range named name; if not, says so with the names it has. */
+static bool sp_cli_range_known(const char *path, const char *name, const struct sp_profile *p)
+{
+	char list[1024] = "";
+	size_t len = 0, shown = 0;
+	for (size_t i = 0; i < p->n_ranges; i++) {
+		const char *r = p->ranges[i].name;
+		if (!r)
+			continue;
+		if (!strcmp(r, name))
+			return true;
+		bool seen = false;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = p->ranges[j].name && !strcmp(p->ranges[j].name, r);
+		if (seen || len >= sizeof(list))
+			continue;
+		int k = shown++ < 12
+			    ? snprintf(list + len, sizeof(list) - len, "%s'%s'", len ? ", " : "", r)
+			    : snprintf(list + len, sizeof(list) - len, ", ...");
+		len = k > 0 ? len + (size_t)k : len;
+		if (shown > 12)
+			len = sizeof(list);
+	}
+	if (list[0])
+		sp_cli_error("--range: %s has no range named '%s'; its ranges: %s", path, name,
+			     list);
+	else
+		sp_cli_error("--range: %s has no named ranges (stackprof.range(), label_modules, "
+			     "stackprof_range_push)",
+			     path);
+	return false;
+}
+
+bool sp_cli_load(const char *path, const struct sp_cli_filters *f, struct sp_cli_input *in)
 {
 	in->prof = sp_cli_read_profile(path);
 	if (!in->prof)
 		return false;
-	in->model = sp_cli_build_model(path, in->prof, mo);
+	struct sp_model_opts mo = f->mo;
+	int32_t *tids = NULL;
+	if (f->threads && !sp_cli_resolve_threads(path, f->threads, in->prof, &tids, &mo.n_tids))
+		return false;
+	mo.tids = tids;
+	if (mo.range && !sp_cli_range_known(path, mo.range, in->prof)) {
+		free(tids);
+		return false;
+	}
+	in->model = sp_cli_build_model(path, in->prof, &mo);
+	free(tids); /* the model keeps the threads it kept, not the list */
 	return in->model != NULL;
 }
 

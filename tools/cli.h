@@ -202,7 +202,8 @@ enum {
 
 /* The filters and symbolizer options of every command that reads stacks. */
 #define SP_CLI_OPTS_FILTERS                                                                        \
-	{SP_OPT_THREAD, 0, "thread", "TID[,TID]", "keep only these threads"},                      \
+	{SP_OPT_THREAD, 0, "thread", "T[,T]",                                                      \
+	 "keep only these threads: ids, or names as the views\nshow them (py-worker)"},            \
 	    {SP_OPT_RANGE, 0, "range", "NAME", "keep only samples inside a range named NAME"},     \
 	    {SP_OPT_NO_RANGES, 0, "no-ranges", NULL, "leave named ranges out"},                    \
 	    {SP_OPT_NO_INLINE, 0, "no-inline", NULL, "one frame per address: no inlined frames"},  \
@@ -228,7 +229,9 @@ enum {
 /* What the filters set: model options, and the memory behind them. */
 struct sp_cli_filters {
 	struct sp_model_opts mo;
-	int32_t *tids;	     /* mo.tids points here */
+	/* --thread as given: ids and names, resolved against each profile by
+	 * sp_cli_load (two runs of one program have other ids, the same names) */
+	const char *threads;
 	const char **strips; /* mo.strip_prefixes points here; the strings are argv's */
 };
 
@@ -286,11 +289,12 @@ struct sp_cli_input {
 };
 
 /*
- * Reads path and builds its model with mo (sp_cli_read_profile, then
- * sp_cli_build_model). On failure prints why and returns false; whatever was
+ * Reads path and builds its model with f (sp_cli_read_profile, then
+ * sp_cli_build_model). A --thread or --range that names nothing in the
+ * profile is an error that lists what it has. On failure prints why and returns false; whatever was
  * made stays in *in for sp_cli_unload, which takes a zeroed *in too.
  */
-bool sp_cli_load(const char *path, const struct sp_model_opts *mo, struct sp_cli_input *in);
+bool sp_cli_load(const char *path, const struct sp_cli_filters *f, struct sp_cli_input *in);
 /*
  * The view of model m (read from path) by operator (SP_ROLLUP_OP) or module
  * path (SP_ROLLUP_MODULE_PATH); see view.h. On failure prints why and

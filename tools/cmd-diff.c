@@ -156,7 +156,7 @@ int sp_cmd_diff(int argc, char **argv)
 
 	rc = SP_EXIT_ERROR;
 	for (int i = 0; i < 2; i++) {
-		if (!sp_cli_load(a.operands[i], &flt.mo, &in[i]))
+		if (!sp_cli_load(a.operands[i], &flt, &in[i]))
 			goto out;
 		models[i] = in[i].model;
 		/* the table's rollup makes its own; the folded stacks need the view */

@@ -164,8 +164,8 @@ int sp_cmd_flamegraph(int argc, char **argv)
 	}
 
 	rc = SP_EXIT_ERROR;
-	if (!sp_cli_load(a.operands[0], &flt.mo, &in) ||
-	    (base_path && !sp_cli_load(base_path, &flt.mo, &base)))
+	if (!sp_cli_load(a.operands[0], &flt, &in) ||
+	    (base_path && !sp_cli_load(base_path, &flt, &base)))
 		goto out;
 	if (!in.model->total_samples)
 		sp_cli_warn("%s: no samples%s; the graph is empty", a.operands[0],

@@ -138,7 +138,7 @@ int sp_cmd_table(int argc, char **argv)
 		goto out;
 
 	rc = SP_EXIT_ERROR;
-	if (!sp_cli_load(a.operands[0], &flt.mo, &in))
+	if (!sp_cli_load(a.operands[0], &flt, &in))
 		goto out;
 	model = in.model;
 	/* operators by their Python callers, as with_stack groups them, when
