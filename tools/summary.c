@@ -74,7 +74,10 @@ void sp_summary_compute(const struct sp_profile *p, const struct sp_model *m, st
 		}
 		free(memo);
 		s->rooted_fraction = p->n_samples ? (double)rooted / (double)p->n_samples : 0;
-		s->threads = m->n_threads;
+		/* the threads that ran: one that took no sample (a pool that
+		 * never woke) is listed by info, not counted here */
+		for (size_t i = 0; i < m->n_threads; i++)
+			s->threads += m->threads[i].samples > 0;
 	}
 }
 
@@ -93,7 +96,7 @@ void sp_summary_print_counts(FILE *f, const struct sp_profile *p, const struct s
 	sp_textfmt_time(cpu, sizeof(cpu), s->weight_ns);
 	fprintf(f, "%s%llu samples, %s of CPU", prefix, (unsigned long long)s->samples, cpu);
 	if (s->threads)
-		fprintf(f, " on %zu thread%s", s->threads, s->threads == 1 ? "" : "s");
+		fprintf(f, " on %zu sampled thread%s", s->threads, s->threads == 1 ? "" : "s");
 	fprintf(f, "; timer %s (%s) at %u Hz requested, %.0f Hz achieved per busy thread\n",
 		st->timer ? st->timer : p->header.timer, sp_summary_periods(p), p->header.freq_hz,
 		s->achieved_hz);

@@ -86,6 +86,21 @@ check "the summary names skipped and throttled apart, with info's figures" \
 check "the next: hint is not a pipe" bash -c "! grep -A1 '^stackprof: next:' a.err | grep -q '|'"
 check "and names a command to run" grep -q '^stackprof: next: stackprof flamegraph .*a.prof -o ' a.err
 
+# the summary counts the threads that ran, not one that only slept
+cat >idle.py <<'EOF'
+import threading, time
+t = threading.Thread(target=time.sleep, args=(0.3,))
+t.start()
+x = 0
+for i in range(3000000):
+    x += i
+t.join()
+EOF
+"$SP" run -o idle.prof -- /usr/bin/python3 idle.py 2>idle.err
+check "a sleeping thread is not counted in 'on N sampled threads'" grep -q ' of CPU on 1 sampled thread;' idle.err
+"$SP" info idle.prof >idle.info 2>/dev/null
+check "info still lists it" has idle.info '/^threads:/' '$2 == 2'
+
 # diff: f_outer is on a's stacks but never the leaf; in b it is the leaf
 "$SP" run --no-summary -F 1000 -o b.prof -- ./shape b
 "$SP" diff a.prof b.prof >d.txt 2>/dev/null
