@@ -100,6 +100,8 @@ struct sp_builder {
 	const char *interp; /* the module of the Python interpreter (basename), or NULL */
 	char **pymod;	    /* per PYCODE record: its Python module name (model-owned), or NULL */
 	size_t pymod_cap;
+	const char **pyimport; /* per PYCODE record: its file's import path, or NULL */
+	size_t pyimport_cap;
 };
 
 static bool sp_str_eq(const char *a, const char *b)
@@ -368,6 +370,30 @@ static bool sp_pc_eq(const void *ctx, uint32_t idx)
 	return b->pcs[idx].pc == b->probe_pc.pc && b->pcs[idx].ret == b->probe_pc.ret;
 }
 
+/* file's path from the outermost package directory above it (one holding
+ * an __init__.py), or its basename if it is in none. */
+static const char *sp_package_path(const char *file)
+{
+	const char *top = sp_basename(file);
+	if (file[0] != '/')
+		return top;
+	char probe[4096];
+	while (top > file + 1) {
+		size_t dir = (size_t)(top - 1 - file); /* file[0, dir) is top's directory */
+		if (dir + sizeof("/__init__.py") > sizeof(probe))
+			break;
+		memcpy(probe, file, dir);
+		memcpy(probe + dir, "/__init__.py", sizeof("/__init__.py"));
+		if (access(probe, F_OK) != 0)
+			break;
+		const char *up = top - 1;
+		while (up > file && up[-1] != '/')
+			up--;
+		top = up;
+	}
+	return top;
+}
+
 const char *sp_model_python_path(const char *file)
 {
 	static const char *const roots[] = {"/site-packages/", "/dist-packages/"};
@@ -379,7 +405,7 @@ const char *sp_model_python_path(const char *file)
 	const char *lib = strstr(file, "/lib/python3");
 	if (lib && strchr(lib + 12, '/'))
 		return strchr(lib + 12, '/') + 1;
-	return file[0] == '<' ? file : sp_basename(file);
+	return file[0] == '<' ? file : sp_package_path(file);
 }
 
 /*
@@ -410,9 +436,11 @@ static char *sp_python_module(const char *file)
  * code object's qualname, file and the line its instruction belongs to,
  * from the code's own line table. A code the sampler could not read, or
  * whose record is missing (a cut-off profile), is a frame of its own, named
- * as such: never guessed. *def_line gets its first line.
+ * as such: never guessed. *def_line gets its first line, *import_path its
+ * file's import path (NULL where whole paths were asked for).
  */
-static struct sp_frame sp_python_frame(struct sp_builder *b, uint64_t word, unsigned *def_line)
+static struct sp_frame sp_python_frame(struct sp_builder *b, uint64_t word, unsigned *def_line,
+				       const char **import_path)
 {
 	struct sp_frame f = {.func = "[unreadable Python frame]", .kind = SP_FRAME_FUNC};
 	uint32_t id = sp_pyframe_code(word), instr = sp_pyframe_instr(word);
@@ -435,6 +463,14 @@ static struct sp_frame sp_python_frame(struct sp_builder *b, uint64_t word, unsi
 			if (!b->pymod[idx])
 				b->pymod[idx] = sp_model_own(b, sp_python_module(c->filename));
 			f.module = b->pymod[idx];
+		}
+		/* once per code record: it may look for __init__.py files */
+		if (!b->o->whole_paths &&
+		    !sp_array_grow((void **)&b->pyimport, &b->pyimport_cap, b->m->prof->n_pycodes,
+				   sizeof(*b->pyimport))) {
+			if (!b->pyimport[idx])
+				b->pyimport[idx] = sp_model_python_path(c->filename);
+			*import_path = b->pyimport[idx];
 		}
 	}
 	int line;
@@ -460,9 +496,10 @@ static int64_t sp_pc_loc(struct sp_builder *b, uint64_t pc, bool ret)
 	const struct sp_frame *fr;
 	struct sp_frame py;
 	unsigned py_def_line = 0;
+	const char *py_import = NULL;
 	int n = 1;
 	if (sp_pc_is_pyframe(pc)) {
-		py = sp_python_frame(b, pc, &py_def_line);
+		py = sp_python_frame(b, pc, &py_def_line, &py_import);
 		fr = &py;
 	} else {
 		n = sp_symbolizer_lookup(m->sym, pc, ret, &fr);
@@ -487,9 +524,7 @@ static int64_t sp_pc_loc(struct sp_builder *b, uint64_t pc, bool ret)
 		    .line = fr[k].line,
 		    .module = fr[k].module,
 		    .def_line = fr == &py ? py_def_line : 0,
-		    .import_path = fr == &py && fr[k].file && !b->o->whole_paths
-				       ? sp_model_python_path(fr[k].file)
-				       : NULL,
+		    .import_path = fr == &py ? py_import : NULL,
 		    .offset = fr[k].offset,
 		    .kind = fr == &py ? SP_MFRAME_PYTHON : (int)fr[k].kind,
 		};
@@ -933,6 +968,7 @@ out:
 	free(b.chain.v);
 	free(b.range_keep);
 	free(b.pymod);
+	free(b.pyimport);
 	free(b.thread_frame);
 	if (err) {
 		sp_model_free(b.m);

@@ -153,8 +153,11 @@ uint32_t *sp_model_samples_by_thread(const struct sp_model *m);
  * A Python file's path as Python imports it, the way torch.profiler prints
  * it (it strips every sys.path entry): the part under site-packages or
  * dist-packages ("torch/nn/modules/conv.py"), under the standard library
- * ("threading.py", "json/decoder.py"), a script's file name ("infer.py"),
- * a pseudo-file ("<string>") whole. Borrowed: a pointer into file.
+ * ("threading.py", "json/decoder.py"); elsewhere (PYTHONPATH, a source
+ * tree) from the outermost directory above it that holds an __init__.py,
+ * if the file is still there to look ("stackprof/torch.py", not
+ * "torch.py"), else its file name ("infer.py"); a pseudo-file ("<string>")
+ * whole. Borrowed: a pointer into file.
  */
 const char *sp_model_python_path(const char *file);
 

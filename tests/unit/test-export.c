@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "format/buf.h"
 #include "export/collapse.h"
@@ -384,6 +385,39 @@ static void test_short_paths(void)
 	CHECK(sp_model_short_path(&p, NULL) == NULL);
 }
 
+/* A Python file's import path: under site-packages, the standard library,
+ * and elsewhere from the outermost package directory still on disk. */
+static void test_python_path(void)
+{
+	CHECK_STR(sp_model_python_path("/usr/lib/python3/dist-packages/torch/nn/modules/conv.py"),
+		  "torch/nn/modules/conv.py");
+	CHECK_STR(sp_model_python_path("/usr/lib/python3.11/json/decoder.py"), "json/decoder.py");
+	CHECK_STR(sp_model_python_path("<string>"), "<string>");
+	char dir[] = "/tmp/test-export-XXXXXX", path[256];
+	CHECK(mkdtemp(dir) != NULL);
+	static const char *const files[] = {"/pkg",	     "/pkg/__init__.py",
+					    "/pkg/sub",	     "/pkg/sub/__init__.py",
+					    "/pkg/sub/m.py", "/script.py"};
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof(path), "%s%s", dir, files[i]);
+		if (strstr(files[i], ".py"))
+			fclose(fopen(path, "w"));
+		else
+			CHECK(mkdir(path, 0700) == 0);
+	}
+	snprintf(path, sizeof(path), "%s/pkg/sub/m.py", dir);
+	CHECK_STR(sp_model_python_path(path), "pkg/sub/m.py");
+	snprintf(path, sizeof(path), "%s/script.py", dir);
+	CHECK_STR(sp_model_python_path(path), "script.py");
+	/* gone from the disk, or never a package: the file's name */
+	CHECK_STR(sp_model_python_path("/nonexistent-dir/pkg/m.py"), "m.py");
+	for (size_t i = sizeof(files) / sizeof(files[0]); i-- > 0;) {
+		snprintf(path, sizeof(path), "%s%s", dir, files[i]);
+		remove(path);
+	}
+	remove(dir);
+}
+
 /*
  * Operators by their Python callers (view SP_VIEW_OP_PYTHON, the table's
  * python_callers): rows are operators, split by the Python lines that
@@ -466,6 +500,7 @@ int main(void)
 	test_table_layout();
 	test_table_cut();
 	test_short_paths();
+	test_python_path();
 	test_collapse_model();
 	test_model_windows();
 	test_op_python_callers();
