@@ -118,6 +118,31 @@ static void sp_snap_free(struct sp_modsnap *s)
 		munmap(s, s->map_len);
 }
 
+/*
+ * The snapshot before the current one, kept for the next build (under
+ * sp_mod_lock) instead of unmapped: an munmap is a TLB shootdown on every
+ * CPU the program runs on, and a new mapping's 60-odd pages (240 KiB with
+ * torch's 325 modules) as many page faults. Publishing the 15 snapshots
+ * of an import torch took 1.0 ms with them, 0.1 ms without. Mappings are
+ * made a quarter larger than needed, so that the next load's still fits.
+ */
+static struct sp_modsnap *sp_snap_spare;
+
+/* len bytes of zeroed memory for a snapshot: the spare, or a new mapping. */
+static void *sp_snap_mem(size_t len, size_t *map_len)
+{
+	struct sp_modsnap *s = sp_snap_spare;
+	if (s && s->map_len >= len) {
+		sp_snap_spare = NULL;
+		*map_len = s->map_len;
+		memset(s, 0, *map_len);
+		return s;
+	}
+	*map_len = (len + len / 4 + 4095) & ~(size_t)4095;
+	void *p = mmap(NULL, *map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
 /* Builds a snapshot in one mapping: header, modules, x-ranges, phdrs, names. */
 static struct sp_modsnap *sp_snap_build(void)
 {
@@ -128,11 +153,12 @@ static struct sp_modsnap *sp_snap_build(void)
 	size_t max_x = c.x + 16;
 	size_t len = sizeof(struct sp_modsnap) + max_mods * sizeof(struct sp_mod) +
 		     max_x * sizeof(struct sp_xrange) + max_phdrs * sizeof(ElfW(Phdr)) + max_names;
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
+	size_t map_len;
+	void *p = sp_snap_mem(len, &map_len);
+	if (!p)
 		return NULL;
 	struct sp_modsnap *s = p;
-	s->map_len = len;
+	s->map_len = map_len;
 	s->mods = (struct sp_mod *)(s + 1);
 	s->x = (struct sp_xrange *)(s->mods + max_mods);
 	struct sp_fill f = {
@@ -172,7 +198,8 @@ static void sp_snap_publish(struct sp_modsnap *s)
 	/* no handler holds the old epoch now */
 	if (s->epoch != old->epoch)
 		sp_rulecache_epoch(s->epoch);
-	sp_snap_free(old);
+	sp_snap_free(sp_snap_spare);
+	sp_snap_spare = old;
 }
 
 /* How long a change of modules waits for the handlers in them. */
