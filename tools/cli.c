@@ -488,8 +488,9 @@ static bool sp_cli_thread_is(const struct sp_prof_thread *t, const char *item, s
 	       (item[k] == '-' && n - k - 1 == strlen(id) && !strncmp(item + k + 1, id, n - k - 1));
 }
 
-/* The thread ids --thread's items name in p, into *tids; false after saying
- * which item names no thread, and what threads p has. */
+/* The thread ids --thread's items name in p, into *tids (malloc'd, the
+ * caller frees it, also on failure); false after saying which item names
+ * no thread, and what threads p has. */
 static bool sp_cli_resolve_threads(const char *path, const char *spec, const struct sp_profile *p,
 				   int32_t **tids, size_t *n)
 {
@@ -572,8 +573,10 @@ bool sp_cli_load(const char *path, const struct sp_cli_filters *f, struct sp_cli
 		return false;
 	struct sp_model_opts mo = f->mo;
 	int32_t *tids = NULL;
-	if (f->threads && !sp_cli_resolve_threads(path, f->threads, in->prof, &tids, &mo.n_tids))
+	if (f->threads && !sp_cli_resolve_threads(path, f->threads, in->prof, &tids, &mo.n_tids)) {
+		free(tids);
 		return false;
+	}
 	mo.tids = tids;
 	if (mo.range && !sp_cli_range_known(path, mo.range, in->prof)) {
 		free(tids);
