@@ -110,15 +110,9 @@ static void sp_info_print(FILE *f, const char *path, const struct sp_profile *p,
 		    (double)st->handler_ns / 1e3 / (double)s.samples);
 	/* what stackprof's own code cost the program, next to what it sampled
 	 * (files from before these fields have neither) */
-	if (st->writer_ns || st->setup_ns) {
-		char hn[32], wn[32], sn[32];
-		sp_textfmt_time(hn, sizeof(hn), st->handler_ns);
-		sp_textfmt_time(wn, sizeof(wn), st->writer_ns);
-		sp_textfmt_time(sn, sizeof(sn), st->setup_ns);
-		uint64_t own = st->handler_ns + st->writer_ns + st->setup_ns;
-		fprintf(
-		    f, "own CPU:     %.2f%% of the sampled CPU: handler %s, writer %s, set-up %s\n",
-		    s.weight_ns ? 100.0 * (double)own / (double)s.weight_ns : 0.0, hn, wn, sn);
+	char own[160];
+	if (sp_summary_own_cpu(p, &s, own, sizeof(own))) {
+		fprintf(f, "own CPU:     %s\n", own);
 		fprintf(f,
 			"             (not the kernel's timer interrupts and signal delivery)\n");
 	}

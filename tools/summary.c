@@ -81,6 +81,22 @@ void sp_summary_compute(const struct sp_profile *p, const struct sp_model *m, st
 	}
 }
 
+bool sp_summary_own_cpu(const struct sp_profile *p, const struct sp_summary *s, char *out,
+			size_t len)
+{
+	const struct sp_prof_stats *st = &p->stats;
+	if (!st->writer_ns && !st->setup_ns)
+		return false;
+	char hn[32], wn[32], sn[32];
+	sp_textfmt_time(hn, sizeof(hn), st->handler_ns);
+	sp_textfmt_time(wn, sizeof(wn), st->writer_ns);
+	sp_textfmt_time(sn, sizeof(sn), st->setup_ns);
+	double own = (double)(st->handler_ns + st->writer_ns + st->setup_ns);
+	snprintf(out, len, "%.2f%% of the sampled CPU: handler %s, writer %s, set-up %s",
+		 s->weight_ns ? 100.0 * own / (double)s->weight_ns : 0.0, hn, wn, sn);
+	return true;
+}
+
 const char *sp_summary_periods(const struct sp_profile *p)
 {
 	/* perf timers are hrtimers on each thread's CPU time: periodic, but
@@ -121,6 +137,9 @@ void sp_summary_print_counts(FILE *f, const struct sp_profile *p, const struct s
 	if (s->rooted_fraction >= 0 && s->samples)
 		fprintf(f, "%s%.1f%% of samples unwound to a thread root (_start, clone3, ...)\n",
 			prefix, 100.0 * s->rooted_fraction);
+	char own[160];
+	if (s->samples && sp_summary_own_cpu(p, s, own, sizeof(own)))
+		fprintf(f, "%sown CPU: %s\n", prefix, own);
 	/* Python: frames read, or why not (the interpreter's last word) */
 	if (p->n_pyinfos && p->pyinfos[p->n_pyinfos - 1].status)
 		fprintf(f, "%s%s\n", prefix, p->pyinfos[p->n_pyinfos - 1].status);

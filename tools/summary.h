@@ -37,6 +37,14 @@ void sp_summary_print_top(FILE *f, const struct sp_model *m, size_t n, const cha
 /* Whether a function name is where a thread's stack starts (_start, clone3, start_thread...). */
 int sp_summary_is_root(const char *func);
 
+/*
+ * stackprof's own CPU, "0.52% of the sampled CPU: handler 3.1ms, writer
+ * 5.0ms, set-up 1.1ms", into out; false for a profile from before the
+ * writer and set-up were counted.
+ */
+bool sp_summary_own_cpu(const struct sp_profile *p, const struct sp_summary *s, char *out,
+			size_t len);
+
 /* How the timer placed its samples: "random periods" or "fixed period". */
 const char *sp_summary_periods(const struct sp_profile *p);
 

@@ -39,6 +39,12 @@ check "the writer's CPU is at least what the kernel counted" \
 check "and at most 20 ms more" awk -v w="$writer" -v k="$kernel" 'BEGIN { exit !(w <= k + 20e6) }'
 check "set-up is counted" awk -v s="$setup" 'BEGIN { exit !(s > 0) }'
 
+# the run summary says the same as info
+"$SP" run -F 1000 -o sum.prof -- $PY spin.py >/dev/null 2>sum.err
+"$SP" info sum.prof 2>/dev/null | sed -n 's/^own CPU: *//p' >sum.info
+check "the run summary has the own CPU line, as info has it" \
+	bash -c "[ -s sum.info ] && grep -qF \"stackprof: own CPU: \$(cat sum.info)\" sum.err"
+
 # 2,400 short threads: each attach (a ring, a signal stack, a timer) is set-up
 "$SP" run --no-summary -F 1000 -o churn.prof -- "$BIN/stress" churn >/dev/null
 read -r churn_setup <<<"$("$SP" info churn.prof | awk "$to_ns"' /^own CPU:/ { print ns($13) }')"
