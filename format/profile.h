@@ -297,6 +297,8 @@ int sp_prof_writer_pyinfo(struct sp_prof_writer *w, const struct sp_prof_pyinfo 
  * even if the process dies right after. 0 or -errno.
  */
 int sp_prof_writer_flush(struct sp_prof_writer *w);
+/* Records written since the last checkpoint (the last flush). */
+uint64_t sp_prof_writer_records(const struct sp_prof_writer *w);
 
 /* Flushes, ends the zlib stream and frees w (NULL is fine). 0 or -errno. */
 int sp_prof_writer_close(struct sp_prof_writer *w);

@@ -336,6 +336,11 @@ int sp_prof_writer_flush(struct sp_prof_writer *w)
 	return sp_prof_writer_drain(w, Z_SYNC_FLUSH);
 }
 
+uint64_t sp_prof_writer_records(const struct sp_prof_writer *w)
+{
+	return w ? w->n_records : 0;
+}
+
 int sp_prof_writer_close(struct sp_prof_writer *w)
 {
 	if (!w)

@@ -93,8 +93,9 @@ struct sp_wstate {
 	 * dlclose's record; the final flush, from final_c0) */
 	uint64_t cpu_done_ns, cpu_aside_ns, final_c0;
 	bool final_aside;
-	bool stop, exec_flush; /* stop: the writer thread was told to end (parked) */
-	pid_t tid;	       /* the writer thread's */
+	unsigned skipped_flushes; /* periodic flushes in a row with nothing to write */
+	bool stop, exec_flush;	  /* stop: the writer thread was told to end (parked) */
+	pid_t tid;		  /* the writer thread's */
 	bool flush_requested;
 	uint64_t flush_seq, flush_done;
 	int error;
@@ -631,10 +632,40 @@ static void sp_writer_failed(struct sp_wstate *s, int err)
 	sp_manifest_error(-err, s->out_abs);
 }
 
-static void sp_flush(struct sp_wstate *s, uint32_t flags)
+/*
+ * A periodic flush with nothing new since the last one writes nothing,
+ * for up to this many flush intervals: a program that sleeps (a server
+ * between requests) paid 3 ms of CPU a second for stats and zlib sync
+ * flushes saying the same thing. Its profile's stats and duration then lag
+ * by at most 10 intervals (2 s by default) should it be killed.
+ */
+#define SP_IDLE_FLUSHES 10
+
+/*
+ * How long the writer sleeps once the program has run nothing for ten
+ * passes: 100 ms, or less where 100 ms of samples could fill a ring if the
+ * program woke up at once (each sample reserves its maximum depth): a
+ * 1 MiB ring at 1 kHz holds 128 ms of the deepest samples, at 10 kHz 13.
+ */
+static unsigned sp_idle_drain_ms(void)
+{
+	uint64_t entry = ((uint64_t)sp_g.cfg.max_depth + 8) * sizeof(uint64_t);
+	uint64_t ring = (uint64_t)sp_g.cfg.ring_kb * 1024;
+	uint64_t ms = ring * 1000 / (2 * entry * (sp_g.cfg.freq_hz ? sp_g.cfg.freq_hz : 1));
+	return ms > 100 ? 100 : ms < SP_DRAIN_MS ? SP_DRAIN_MS : (unsigned)ms;
+}
+
+static void sp_flush(struct sp_wstate *s, uint32_t flags, bool may_skip)
 {
 	sp_drain_all(s, flags ? SP_NAMES_ALL : SP_NAMES_DUE);
 	sp_jit_sync(s);
+	if (may_skip && !flags && sp_prof_writer_records(s->w) == 0 &&
+	    s->skipped_flushes < SP_IDLE_FLUSHES - 1) {
+		s->skipped_flushes++;
+		s->last_flush_ns = sp_now_ns();
+		return;
+	}
+	s->skipped_flushes = 0;
 	sp_write_stats(s, flags);
 	/* while the file can't be written the flush waits, and the bytes with it */
 	sp_writer_failed(s, sp_out_check(s) ? sp_prof_writer_flush(s->w)
@@ -649,10 +680,17 @@ static void *sp_writer_main(void *arg)
 	s->tid = sp_gettid();
 	prctl(PR_SET_NAME, "stackprof-wr", 0, 0, 0);
 	pthread_mutex_lock(&sp_g.lock);
+	/* passes in a row that found no sample: after 10 (200 ms of a program
+	 * that runs nothing), the writer wakes every 100 ms instead of 20
+	 * until a sample comes (sp_idle_drain_ms). What the backing off
+	 * costs: a module loaded meanwhile is known to the handler up to
+	 * 100 ms after its load instead of 20 (its frames' callers are cut
+	 * until then). */
+	unsigned idle = 0, idle_ms = sp_idle_drain_ms();
 	while (!s->stop) {
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += SP_DRAIN_MS * 1000000L;
+		ts.tv_nsec += (long)(idle >= 10 ? idle_ms : SP_DRAIN_MS) * 1000000L;
 		if (ts.tv_nsec >= 1000000000L) {
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000L;
@@ -661,16 +699,18 @@ static void *sp_writer_main(void *arg)
 			pthread_cond_timedwait(&sp_g.wake, &sp_g.lock, &ts);
 		if (s->stop)
 			break;
+		uint64_t had = s->samples;
 		if (s->flush_requested ||
 		    sp_now_ns() - s->last_flush_ns >= (uint64_t)sp_g.cfg.flush_ms * 1000000u) {
 			uint64_t seq = s->flush_seq;
-			sp_flush(s, s->exec_flush ? SP_STATS_EXEC : 0);
+			sp_flush(s, s->exec_flush ? SP_STATS_EXEC : 0, !s->flush_requested);
 			s->flush_requested = false;
 			s->flush_done = seq;
 			pthread_cond_broadcast(&sp_g.wake);
 		} else {
 			sp_drain_all(s, SP_NAMES_NONE);
 		}
+		idle = s->samples == had ? idle + 1 : 0;
 	}
 	s->cpu_done_ns += sp_thread_cpu_ns();
 	pthread_mutex_unlock(&sp_g.lock);
@@ -1009,7 +1049,7 @@ void sp_writer_stop(bool final, int sig)
 	s->final_aside = true;
 	s->final_c0 = sp_thread_cpu_ns();
 	s->end_signal = sig;
-	sp_flush(s, final ? SP_STATS_FINAL : 0);
+	sp_flush(s, final ? SP_STATS_FINAL : 0, false);
 	sp_writer_failed(s, sp_prof_writer_close(s->w));
 	/* the stream's end may still wait for the file (fds.h) */
 	if ((s->out_lost || s->pending.len) && !sp_out_check(s))
