@@ -177,12 +177,17 @@ done
 
 # --- no terminal: a signal to run's whole process group (a CI runner's or
 # a supervisor's stop, `timeout -s INT`) reaches the program once too
-for sig in INT TERM; do
-	rm -f g.$sig
-	setsid env --default-signal=INT,QUIT "$SP" run --no-summary -o g$sig.prof -- ./count g.$sig \
+# start_detached FILE: count under run with no terminal, started and
+# ready; run's pid (its group's) in $runner
+start_detached() {
+	rm -f "$1"
+	setsid env --default-signal=INT,QUIT "$SP" run --no-summary -o "$1.prof" -- ./count "$1" \
 		</dev/null >/dev/null 2>&1 &
 	runner=$!
-	wait_ready g.$sig || fail "count did not start"
+	wait_ready "$1" || fail "count did not start"
+}
+for sig in INT TERM; do
+	start_detached g.$sig
 	kill -$sig -- -$runner
 	wait $runner
 	check "kill -$sig to run's process group reaches the program once" \
@@ -197,11 +202,7 @@ done
 # itself (without the fix: SIGINT=2 in 1 to 5 runs of 20; the 1 s leaves
 # count time to start on a loaded machine)
 for sig in INT TERM; do
-	rm -f t.$sig
-	setsid env --default-signal=INT,QUIT "$SP" run --no-summary -o t$sig.prof -- ./count t.$sig \
-		</dev/null >/dev/null 2>&1 &
-	runner=$!
-	wait_ready t.$sig || fail "count did not start"
+	start_detached t.$sig
 	python3 -c "import os, signal, sys, time
 pid, sig = int(sys.argv[1]), getattr(signal, 'SIG' + sys.argv[2])
 os.kill(pid, sig); time.sleep(0.002); os.kill(-pid, sig)" $runner $sig
