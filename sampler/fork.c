@@ -91,12 +91,15 @@ static void sp_fork_child(void)
 		atomic_store(&self->state, SP_SLOT_FREE);
 	}
 	atomic_store(&sp_g.setup_ns, 0); /* the child's profile counts its own */
+	atomic_store(&sp_g.aside_ns, 0);
+	uint64_t c0 = sp_thread_cpu_ns();
 	if (sp_writer_start() < 0) {
 		atomic_store(&sp_g.enabled, false);
 		return;
 	}
 	if (sp_g.timer->start)
 		sp_g.timer->start(sp_g.period_ns);
+	atomic_fetch_add(&sp_g.setup_ns, sp_own_cpu_since(c0, 0)); /* before its slot */
 	sp_thread_attach(py_name[0] ? py_name : NULL);
 }
 

@@ -11,6 +11,7 @@
 #include "sampler/signals.h"
 #include "sampler/sigshare.h"
 #include "sampler/sys.h"
+#include "sampler/thread.h"
 #include "sampler/timer.h"
 #include "sampler/writer.h"
 
@@ -217,15 +218,21 @@ SP_EXPORT int dlclose(void *handle)
 {
 	if (!atomic_load(&sp_g.enabled))
 		return SP_REAL(dlclose)(handle);
+	/* stackprof's own CPU here, around the program's (its destructors) */
+	uint64_t c0 = sp_thread_cpu_ns(), h0 = sp_self_handler_ns();
 	/* named even if it lived less than one drain interval */
 	sp_writer_record_modules();
 	atomic_fetch_add(&sp_g.modules_changing, 1);
 	/* never hang the program: after a second the close goes ahead */
 	sp_modules_quiesce();
+	uint64_t own = sp_own_cpu_since(c0, h0);
 	int rc = SP_REAL(dlclose)(handle);
 	int e = errno;
+	c0 = sp_thread_cpu_ns();
+	h0 = sp_self_handler_ns();
 	sp_modules_refresh();
 	atomic_fetch_sub(&sp_g.modules_changing, 1);
+	atomic_fetch_add(&sp_g.aside_ns, own + sp_own_cpu_since(c0, h0));
 	errno = e;
 	return rc;
 }

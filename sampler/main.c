@@ -85,9 +85,10 @@ __attribute__((constructor)) static void sp_init(void)
 	atomic_fetch_add(&sp_g.setup_ns, sp_thread_cpu_ns() - c0);
 	sp_thread_attach(NULL); /* counts its own */
 	c0 = sp_thread_cpu_ns();
+	uint64_t h0 = sp_self_handler_ns();
 	/* after the main thread's slot: python.c finds glibc's key block by it */
 	sp_python_init();
-	atomic_fetch_add(&sp_g.setup_ns, sp_thread_cpu_ns() - c0);
+	atomic_fetch_add(&sp_g.setup_ns, sp_own_cpu_since(c0, h0));
 	if (sp_g.cfg.verbose)
 		sp_log("profiling to %s with %s at %u Hz", sp_g.path, sp_g.timer->name,
 		       sp_g.cfg.freq_hz);

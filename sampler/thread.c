@@ -72,6 +72,18 @@ static void sp_stack_bounds(struct sp_thread *t)
 	pthread_attr_destroy(&a);
 }
 
+uint64_t sp_self_handler_ns(void)
+{
+	struct sp_thread *t = sp_self;
+	return t ? atomic_load(&t->handler_ns) : 0;
+}
+
+uint64_t sp_own_cpu_since(uint64_t c0, uint64_t h0)
+{
+	uint64_t cpu = sp_thread_cpu_ns() - c0, h = sp_self_handler_ns() - h0;
+	return cpu > h ? cpu - h : 0;
+}
+
 int sp_thread_attach(const char *py_name)
 {
 	if (sp_self || !atomic_load(&sp_g.enabled) || atomic_load(&sp_g.stopping))
@@ -150,7 +162,7 @@ int sp_thread_attach(const char *py_name)
 		       strerror(-err));
 	else if (!atomic_load(&sp_g.sampling) && !t->timer->pause_all)
 		t->timer->pause(t); /* stopped (API, schedule): costs nothing until started */
-	atomic_fetch_add(&sp_g.setup_ns, sp_thread_cpu_ns() - c0);
+	atomic_fetch_add(&sp_g.setup_ns, sp_own_cpu_since(c0, 0)); /* no slot at c0 */
 	return err;
 }
 

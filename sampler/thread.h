@@ -18,6 +18,7 @@
 #define SP_SAMPLER_THREAD_H
 
 #include <pthread.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* Installs the TLS destructor that detaches exiting threads, and finds
@@ -32,6 +33,14 @@ unsigned sp_thread_key_id(void);
  * py_name (or NULL) is the name Python's threading gave it. 0 (also when
  * stackprof is off) or -errno. */
 int sp_thread_attach(const char *py_name);
+
+/*
+ * stackprof's own CPU time on this thread since c0 (sp_thread_cpu_ns())
+ * and h0 (sp_self_handler_ns() then), less the handler's time meanwhile,
+ * which handler_ns counts: the thread's timer may be armed during set-up.
+ */
+uint64_t sp_self_handler_ns(void);
+uint64_t sp_own_cpu_since(uint64_t c0, uint64_t h0);
 
 /* Disarms the calling thread's timer and hands its slot to the writer,
  * which drains the ring and frees the slot. */

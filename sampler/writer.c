@@ -89,9 +89,9 @@ struct sp_wstate {
 	uint64_t samples, weight_ns;
 	uint64_t last_flush_ns;
 	/* the writer's own CPU time (stats.writer_ns): writer threads that
-	 * ended (a park ends one), and work done on other threads (a
-	 * dlclose's record; the final flush, from final_c0) */
-	uint64_t cpu_done_ns, cpu_aside_ns, final_c0;
+	 * ended (a park ends one), and the final flush on another thread,
+	 * from final_c0; a dlclose's share is sp_g.aside_ns */
+	uint64_t cpu_done_ns, final_c0;
 	bool final_aside;
 	unsigned skipped_flushes; /* periodic flushes in a row with nothing to write */
 	bool stop, exec_flush;	  /* stop: the writer thread was told to end (parked) */
@@ -505,7 +505,7 @@ static void sp_write_stats(struct sp_wstate *s, uint32_t flags)
 	st.randomized = sp_g.timer->randomized;
 	st.py_faults = sp_safe_faults();
 	st.py_bad_tstates = atomic_load(&sp_py.bad_tstates);
-	st.writer_ns = s->cpu_done_ns + s->cpu_aside_ns;
+	st.writer_ns = s->cpu_done_ns + atomic_load(&sp_g.aside_ns);
 	if (s->final_aside)
 		st.writer_ns += sp_thread_cpu_ns() - s->final_c0;
 	else
@@ -972,11 +972,8 @@ void sp_writer_record_modules(void)
 	if (pthread_mutex_timedlock(&sp_g.lock, &ts) != 0)
 		return;
 	/* stop: parked, or the final flush owns the state */
-	if (!s->stop) {
-		uint64_t c0 = sp_thread_cpu_ns();
-		sp_modules_sync(s);
-		s->cpu_aside_ns += sp_thread_cpu_ns() - c0;
-	}
+	if (!s->stop)
+		sp_modules_sync(s); /* its CPU: dlclose counts it (sp_g.aside_ns) */
 	pthread_mutex_unlock(&sp_g.lock);
 }
 

@@ -466,8 +466,9 @@ static void sp_cli_list_threads(const struct sp_profile *p, char *out, size_t ca
 			snprintf(out + len, cap - len, ", ...");
 			return;
 		}
+		const char *name = p->threads[i].name;
 		int n = snprintf(out + len, cap - len, "%s%d %s", len ? ", " : "",
-				 p->threads[i].tid, p->threads[i].name ? p->threads[i].name : "");
+				 p->threads[i].tid, name && name[0] ? name : "(unnamed)");
 		len += n > 0 ? (size_t)n : 0;
 	}
 }
@@ -491,6 +492,24 @@ static bool sp_cli_thread_is(const struct sp_prof_thread *t, const char *item, s
 /* The thread ids --thread's items name in p, into *tids (malloc'd, the
  * caller frees it, also on failure); false after saying which item names
  * no thread, and what threads p has. */
+/* Adds tid to the list once; false if there is no memory for it. */
+static bool sp_tids_add(int32_t **tids, size_t *n, size_t *cap, int32_t tid)
+{
+	for (size_t j = 0; j < *n; j++)
+		if ((*tids)[j] == tid)
+			return true;
+	if (*n == *cap) {
+		size_t c = *cap ? 2 * *cap : 8;
+		int32_t *v = realloc(*tids, c * sizeof(*v));
+		if (!v)
+			return false;
+		*tids = v;
+		*cap = c;
+	}
+	(*tids)[(*n)++] = tid;
+	return true;
+}
+
 static bool sp_cli_resolve_threads(const char *path, const char *spec, const struct sp_profile *p,
 				   int32_t **tids, size_t *n)
 {
@@ -499,26 +518,24 @@ static bool sp_cli_resolve_threads(const char *path, const char *spec, const str
 	size_t cap = 0;
 	for (const char *item = spec; *item;) {
 		size_t len = strcspn(item, ",");
-		bool found = false;
-		for (size_t i = 0; i < p->n_threads; i++) {
-			if (!sp_cli_thread_is(&p->threads[i], item, len))
-				continue;
-			found = true;
-			bool have = false;
-			for (size_t j = 0; j < *n && !have; j++)
-				have = (*tids)[j] == p->threads[i].tid;
-			if (have)
-				continue;
-			if (*n == cap) {
-				cap = cap ? 2 * cap : 8;
-				int32_t *v = realloc(*tids, cap * sizeof(*v));
-				if (!v) {
-					sp_cli_error("%s: %s", path, strerror(ENOMEM));
-					return false;
-				}
-				*tids = v;
+		bool found = false, ok = true;
+		for (size_t i = 0; i < p->n_threads && ok; i++)
+			if (sp_cli_thread_is(&p->threads[i], item, len)) {
+				found = true;
+				ok = sp_tids_add(tids, n, &cap, p->threads[i].tid);
 			}
-			(*tids)[(*n)++] = p->threads[i].tid;
+		/* an id with no THREAD record (a cut-off profile) is still its samples' */
+		char *end;
+		long id = strtol(item, &end, 10);
+		for (size_t i = 0; !found && ok && end == item + len && id > 0 && i < p->n_samples;
+		     i++)
+			if (p->samples[i].tid == id) {
+				found = true;
+				ok = sp_tids_add(tids, n, &cap, (int32_t)id);
+			}
+		if (!ok) {
+			sp_cli_error("%s: %s", path, strerror(ENOMEM));
+			return false;
 		}
 		if (!found) {
 			char list[1024];

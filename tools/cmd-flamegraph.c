@@ -169,7 +169,7 @@ int sp_cmd_flamegraph(int argc, char **argv)
 		goto out;
 	if (!in.model->total_samples)
 		sp_cli_warn("%s: no samples%s; the graph is empty", a.operands[0],
-			    flt.mo.n_tids || flt.mo.range ? " match the filters" : "");
+			    flt.threads || flt.mo.range ? " match the filters" : "");
 	models[0] = in.model;
 	models[1] = base.model;
 	if (ops) {

@@ -154,7 +154,7 @@ int sp_cmd_table(int argc, char **argv)
 	}
 	if (!in.model->total_samples)
 		sp_cli_warn("%s: no samples%s", a.operands[0],
-			    flt.mo.n_tids || flt.mo.range ? " match the filters" : "");
+			    flt.threads || flt.mo.range ? " match the filters" : "");
 	out = sp_cli_open_output(output);
 	if (!out)
 		goto out;

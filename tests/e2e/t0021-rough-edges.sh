@@ -73,7 +73,10 @@ fi
 mkdir -p somedir
 "$SP" run -o somedir -- sh -c 'touch ran' >out 2>err
 check "run -o DIR: exit 1, the program did not run" bash -c "[ $? -eq 1 ] && [ ! -e ran ]"
-check "and it says -o takes a file name" grep -q "somedir is a directory; -o takes the profile's file name" err
+check "and it says -o takes a file name" grep -q "somedir names a directory; -o takes the profile's file name" err
+"$SP" run -o newdir/ -- sh -c 'touch ran' >out 2>err
+check "run -o newdir/ (a directory's name, not there): refused before the program runs" \
+	bash -c "[ $? -eq 1 ] && [ ! -e ran ] && grep -q 'newdir/ names a directory' err"
 
 # the summary: skipped and throttled apart, with info's values; no pipe in "next:"
 "$SP" run -F 1000 -o a.prof -- ./shape a 2>a.err
@@ -100,6 +103,9 @@ EOF
 check "a sleeping thread is not counted in 'on N sampled threads'" grep -q ' of CPU on 1 sampled thread;' idle.err
 "$SP" info idle.prof >idle.info 2>/dev/null
 check "info still lists it" has idle.info '/^threads:/' '$2 == 2'
+"$SP" table --thread 'Thread-1 (sleep)' idle.prof >/dev/null 2>idle.table
+check "a thread chosen by its name that took no sample: 'no samples match the filters'" \
+	grep -q 'no samples match the filters' idle.table
 
 # diff: f_outer is on a's stacks but never the leaf; in b it is the leaf
 "$SP" run --no-summary -F 1000 -o b.prof -- ./shape b

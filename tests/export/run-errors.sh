@@ -81,7 +81,7 @@ expect 2 "--metric" collapse --metric ms "$FIX/base.prof"
 expect 2 "--frame" collapse --frame nonsense "$FIX/base.prof"
 expect 2 "--thread" collapse --thread 1001,,1002 "$FIX/base.prof"
 # a thread or range the profile does not have: said, with what it has
-expect 1 "has no thread '12x' .*its threads: 1001 " collapse --thread 12x "$FIX/base.prof"
+expect 1 "has no thread '12x' .*its threads: 1001 worker pool, 1002 \(unnamed\)" collapse --thread 12x "$FIX/base.prof"
 expect 1 "has no thread '99999'" top --thread 1001,99999 "$FIX/base.prof"
 expect 1 "has no thread '99999'" diff --thread 99999 "$FIX/base.prof" "$FIX/new.prof"
 expect 1 "has no range named 'nosuch'; its ranges: .*LINEAR PASS" top --range nosuch "$FIX/base.prof"
