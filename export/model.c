@@ -389,6 +389,9 @@ static const char *sp_package_path(const char *file)
 		const char *up = top - 1;
 		while (up > file && up[-1] != '/')
 			up--;
+		/* "pk/./m.py", "pk/../m.py": not a package's name */
+		if (up[0] == '.' && (up[1] == '/' || (up[1] == '.' && up[2] == '/')))
+			break;
 		top = up;
 	}
 	return top;

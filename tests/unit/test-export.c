@@ -409,6 +409,9 @@ static void test_python_path(void)
 	CHECK_STR(sp_model_python_path(path), "pkg/sub/m.py");
 	snprintf(path, sizeof(path), "%s/script.py", dir);
 	CHECK_STR(sp_model_python_path(path), "script.py");
+	/* a "." component ends the package path, as a name never has one */
+	snprintf(path, sizeof(path), "%s/pkg/./sub/m.py", dir);
+	CHECK_STR(sp_model_python_path(path), "sub/m.py");
 	/* gone from the disk, or never a package: the file's name */
 	CHECK_STR(sp_model_python_path("/nonexistent-dir/pkg/m.py"), "m.py");
 	for (size_t i = sizeof(files) / sizeof(files[0]); i-- > 0;) {
