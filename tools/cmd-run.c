@@ -711,6 +711,16 @@ static int sp_run_spawn(struct sp_run *r)
 
 static int sp_run_wait(struct sp_run *r)
 {
+	/* the program's end, left a zombie until no signal can be passed on
+	 * to its pid any more: once reaped, the pid may be another process's */
+	siginfo_t info;
+	while (waitid(P_PID, (id_t)r->child, &info, WEXITED | WNOWAIT) < 0) {
+		if (errno != EINTR) {
+			sp_cli_error("run: waitid: %s", strerror(errno));
+			return SP_EXIT_ERROR;
+		}
+	}
+	sp_child = 0;
 	while (waitpid(r->child, &r->status, 0) < 0) {
 		if (errno != EINTR) {
 			sp_cli_error("run: waitpid: %s", strerror(errno));
