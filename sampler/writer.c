@@ -94,6 +94,7 @@ struct sp_wstate {
 	uint64_t cpu_done_ns, final_c0;
 	bool final_aside;
 	unsigned skipped_flushes; /* periodic flushes in a row with nothing to write */
+	uint64_t slots_freed;	  /* slots of exited threads made free again */
 	bool stop, exec_flush;	  /* stop: the writer thread was told to end (parked) */
 	pid_t tid;		  /* the writer thread's */
 	bool flush_requested;
@@ -477,6 +478,7 @@ static void sp_drain_all(struct sp_wstate *s, enum sp_names names)
 			sp_add_counters(&s->retired, t);
 			sp_sigstack_reset(t); /* the slot's next thread is measured afresh */
 			atomic_store(&t->state, SP_SLOT_FREE);
+			s->slots_freed++;
 		}
 	}
 }
@@ -643,9 +645,10 @@ static void sp_writer_failed(struct sp_wstate *s, int err)
 
 /*
  * How long the writer sleeps once the program has run nothing for ten
- * passes: 100 ms, or less where 100 ms of samples could fill a ring if the
- * program woke up at once (each sample reserves its maximum depth): a
- * 1 MiB ring at 1 kHz holds 128 ms of the deepest samples, at 10 kHz 13.
+ * passes: 100 ms, or less where 100 ms of samples could fill half a ring
+ * if the program woke up at once (each sample reserves its maximum
+ * depth): a 1 MiB ring at 1 kHz holds 252 ms of the deepest samples, half
+ * of it 126; at 10 kHz 13, so 20.
  */
 static unsigned sp_idle_drain_ms(void)
 {
@@ -699,7 +702,7 @@ static void *sp_writer_main(void *arg)
 			pthread_cond_timedwait(&sp_g.wake, &sp_g.lock, &ts);
 		if (s->stop)
 			break;
-		uint64_t had = s->samples;
+		uint64_t had = s->samples, freed = s->slots_freed;
 		if (s->flush_requested ||
 		    sp_now_ns() - s->last_flush_ns >= (uint64_t)sp_g.cfg.flush_ms * 1000000u) {
 			uint64_t seq = s->flush_seq;
@@ -710,7 +713,10 @@ static void *sp_writer_main(void *arg)
 		} else {
 			sp_drain_all(s, SP_NAMES_NONE);
 		}
-		idle = s->samples == had ? idle + 1 : 0;
+		/* threads that come and go are not idle: their slots (and rings)
+		 * are free again only after a drain, and a thread that lives
+		 * shorter than its first period takes no sample */
+		idle = s->samples == had && s->slots_freed == freed ? idle + 1 : 0;
 	}
 	s->cpu_done_ns += sp_thread_cpu_ns();
 	pthread_mutex_unlock(&sp_g.lock);

@@ -556,16 +556,15 @@ static volatile sig_atomic_t sp_child_group; /* the program has a process group 
  * Where the program runs, and what is passed on to it.
  *
  * On a terminal (stackprof run has one as its controlling terminal), the
- * program stays in run's process group, so that the terminal's
- * ^C, ^\ and ^Z and its job control reach it as they would without
- * stackprof. A signal sent to run by a process (kill, sigqueue, tgkill) is
- * meant for the program: it is passed on, unless a second copy from the
- * sender followed it (below): the sender signalled the group as well, the
- * program included. One the kernel sent (the terminal's ^C, ^\ or hangup,
- * SI_KERNEL) went to the whole group, the program included, already. What
- * run cannot tell apart there: a kill of the group alone, or a group kill
- * whose copy merged at run with one sent to run itself (timeout on a
- * terminal, most of the time): the program then gets it twice.
+ * program stays in run's process group, so that the terminal's ^C, ^\ and
+ * ^Z and its job control reach it as they would without stackprof. A
+ * signal sent to run by a process (kill, sigqueue, tgkill) is meant for
+ * the program: it is passed on. One the kernel sent (the terminal's ^C, ^\
+ * or hangup, SI_KERNEL) went to the whole group, the program included,
+ * already. What run cannot tell apart there from a kill of run: a kill of
+ * the group, which the program had itself (timeout on a terminal sends
+ * both): the program then gets it twice. Two copies to run within the wait
+ * below are passed on as one.
  *
  * Without a terminal (CI, scripts, timeout), the program gets a
  * process group of its own, and every signal below is passed on, however
@@ -574,7 +573,6 @@ static volatile sig_atomic_t sp_child_group; /* the program has a process group 
  * from run). The program also gets SIGKILL should run be killed outright
  * (PR_SET_PDEATHSIG), as it would in run's group.
  *
-
  * A signal is passed on after 20 ms, and copies of it that arrive
  * meanwhile go with it, as copies of a signal still pending merge in the
  * kernel. timeout(1) sends its signal to run and then to its own process
@@ -604,14 +602,11 @@ static void sp_forward(int sig, siginfo_t *si, void *uc)
 		while (nanosleep(&wait, &wait) < 0 && errno == EINTR)
 			;
 		sigset_t pending;
-		bool copy = sigpending(&pending) == 0 && sigismember(&pending, sig) == 1;
-		if (copy)
+		if (sigpending(&pending) == 0 && sigismember(&pending, sig) == 1)
 			sp_merged[sig] = 1;
-		/* sharing run's group, the program had a copy of its own if the
-		 * sender signalled the group too: timeout on a terminal sends
-		 * to run and then to the group they share */
-		if (sp_child_group || !copy)
-			kill(sp_child, sig);
+		pid_t child = sp_child; /* read once: 0 once the program was reaped */
+		if (child > 0)
+			kill(child, sig);
 	}
 	errno = e;
 }
@@ -702,6 +697,7 @@ static int sp_run_spawn(struct sp_run *r)
 	close(errpipe[0]);
 	if (got == (ssize_t)sizeof(exec_errno)) {
 		sp_cli_error("run: cannot run '%s': %s", r->cmd[0], strerror(exec_errno));
+		sp_child = 0; /* a zombie until reaped below: nothing to pass on to */
 		while (waitpid(pid, &r->status, 0) < 0 && errno == EINTR)
 			;
 		return WIFEXITED(r->status) ? WEXITSTATUS(r->status) : SP_EXIT_ERROR;

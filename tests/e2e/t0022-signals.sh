@@ -263,7 +263,12 @@ for _ in range(400):
     except OSError:
         pass
     time.sleep(0.05)
-os.write(fd, b"\x03")
+if os.environ.get("KILL_TWICE"):  # two SIGTERMs to run's pid, back to back
+    import signal
+    os.kill(pid, signal.SIGTERM)
+    os.kill(pid, signal.SIGTERM)
+else:
+    os.write(fd, b"\x03")
 while True:
     try:
         if not os.read(fd, 4096):
@@ -275,6 +280,11 @@ sys.exit(128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS
 EOF
 "$PY" ptyrun.py c.tty "$SP" run --no-summary -o tty.prof -- ./count c.tty
 check "^C on a terminal reaches the program once" [ "$(cat c.tty 2>/dev/null)" = "SIGINT=1" ]
+# two copies to run's pid within the wait are one: never none (a rule that
+# took a second copy for a group kill passed on nothing)
+KILL_TWICE=1 "$PY" ptyrun.py c.tt2 "$SP" run --no-summary -o tt2.prof -- ./count c.tt2
+check "two SIGTERMs to run on a terminal, back to back: the program gets one" \
+	[ "$(cat c.tt2 2>/dev/null)" = "SIGTERM=1" ]
 
 
 # and the real thing: ^C to a Python loop on a terminal, KeyboardInterrupt
