@@ -489,9 +489,6 @@ static bool sp_cli_thread_is(const struct sp_prof_thread *t, const char *item, s
 	       (item[k] == '-' && n - k - 1 == strlen(id) && !strncmp(item + k + 1, id, n - k - 1));
 }
 
-/* The thread ids --thread's items name in p, into *tids (malloc'd, the
- * caller frees it, also on failure); false after saying which item names
- * no thread, and what threads p has. */
 /* Adds tid to the list once; false if there is no memory for it. */
 static bool sp_tids_add(int32_t **tids, size_t *n, size_t *cap, int32_t tid)
 {
@@ -510,6 +507,9 @@ static bool sp_tids_add(int32_t **tids, size_t *n, size_t *cap, int32_t tid)
 	return true;
 }
 
+/* The thread ids --thread's items name in p, into *tids (malloc'd, the
+ * caller frees it, also on failure); false after saying which item names
+ * no thread, and what threads p has. */
 static bool sp_cli_resolve_threads(const char *path, const char *spec, const struct sp_profile *p,
 				   int32_t **tids, size_t *n)
 {
@@ -561,24 +561,22 @@ static bool sp_cli_range_known(const char *path, const char *name, const struct 
 			continue;
 		if (!strcmp(r, name))
 			return true;
-		bool seen = false;
+		bool seen = false; /* names repeat: one record per push site */
 		for (size_t j = 0; j < i && !seen; j++)
 			seen = p->ranges[j].name && !strcmp(p->ranges[j].name, r);
-		if (seen || len >= sizeof(list))
-			continue;
-		int k = shown++ < 12
+		if (seen || shown > 12 || len >= sizeof(list))
+			continue; /* go on looking for name all the same */
+		int k = ++shown <= 12
 			    ? snprintf(list + len, sizeof(list) - len, "%s'%s'", len ? ", " : "", r)
 			    : snprintf(list + len, sizeof(list) - len, ", ...");
 		len = k > 0 ? len + (size_t)k : len;
-		if (shown > 12)
-			len = sizeof(list);
 	}
 	if (list[0])
 		sp_cli_error("--range: %s has no range named '%s'; its ranges: %s", path, name,
 			     list);
 	else
-		sp_cli_error("--range: %s has no named ranges (stackprof.range(), label_modules, "
-			     "stackprof_range_push)",
+		sp_cli_error("--range: %s has no named ranges (stackprof.record_function, "
+			     "label_modules, stackprof_range_push)",
 			     path);
 	return false;
 }
