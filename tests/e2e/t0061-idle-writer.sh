@@ -67,11 +67,11 @@ check "a busy program still flushes every 200 ms (at least 70% of them)" \
 # killed in its sleep: the last stats written at most 2 s before
 "$SP" run --no-summary -o killed.prof -- sleep 30 &
 runner=$!
-sleep 3.5
+sleep 4.5
 pkill -KILL -P $runner
 { wait $runner; } 2>/dev/null
 d=$(duration killed.prof)
-say "killed after 3.5 s of sleep: the profile's duration is $d s"
+say "killed after 4.5 s of sleep: the profile's duration is $d s"
 check "a sleeping program killed outright: stats at most 2 s old" \
 	awk -v d="$d" 'BEGIN { exit !(d >= 1.4) }'
 finish
