@@ -19,16 +19,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "thread_cpu.h"
+
 #include "sampler/stackprof.h"
 
 static volatile double sink;
-
-static double cpu_seconds(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 __attribute__((noinline)) static void burn(double secs)
 {

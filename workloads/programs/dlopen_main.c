@@ -15,14 +15,9 @@
 #include <string.h>
 #include <time.h>
 
-static volatile double main_sink;
+#include "thread_cpu.h"
 
-static double cpu_seconds(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+static volatile double main_sink;
 
 __attribute__((noinline)) void before_dlopen(double secs)
 {

@@ -39,14 +39,9 @@
 #include <time.h>
 #include <unistd.h>
 
-static volatile double sink;
+#include "thread_cpu.h"
 
-static double cpu_seconds(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+static volatile double sink;
 
 /* Burns secs of this thread's CPU; returns how much it burned. */
 __attribute__((noinline)) static double spin(double secs)

@@ -68,18 +68,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "thread_cpu.h"
+
 #ifndef CLOSE_RANGE_UNSHARE
 #define CLOSE_RANGE_UNSHARE 2
 #endif
 
 static volatile double sink;
-
-static double cpu_seconds(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 __attribute__((noinline)) void hostile_work(double secs)
 {

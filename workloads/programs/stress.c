@@ -41,14 +41,9 @@
 #include <time.h>
 #include <unistd.h>
 
-static volatile double sink;
+#include "thread_cpu.h"
 
-static double cpu_seconds(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+static volatile double sink;
 
 __attribute__((noinline)) static void work(double secs)
 {
