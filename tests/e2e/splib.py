@@ -12,6 +12,7 @@ import bz2
 import ctypes
 import lzma
 import random
+import sys
 import time
 import zlib
 
@@ -99,3 +100,20 @@ class FakeModule:
         for hook in list(self._post.values()):
             hook(self, args, out)
         return out
+
+
+# Checks of a test script: each failed one is printed at once; finish() ends
+# the script with "NAME ok" or "NAME FAILED" (what the shell greps) and
+# its exit status.
+_fails = []
+
+
+def expect(cond, what):
+    if not cond:
+        print("FAILED:", what)
+        _fails.append(what)
+
+
+def finish(name):
+    print(f"{name} FAILED" if _fails else f"{name} ok")
+    sys.exit(1 if _fails else 0)

@@ -24,13 +24,9 @@ import stackprof
 import stackprof.torch
 
 present = sys.argv[1] == "present"
-fails = []
 
 
-def expect(cond, what):
-    if not cond:
-        print("FAILED:", what)
-        fails.append(what)
+expect = splib.expect
 
 
 def depth_is(n, what):
@@ -152,8 +148,7 @@ with stackprof.profile():
     work = splib.FakeModule(lambda m: m.body(), body=splib.FakeModule(lambda m: splib.work_bz2(0.4)))
     stackprof.torch.label_modules(work)
     work()
-print("api ok" if not fails else "api FAILED")
-sys.exit(1 if fails else 0)
+splib.finish("api")
 EOF
 
 # the module ranges, each just inside the __call__ that ran its hooks (3.10 names it without its class)

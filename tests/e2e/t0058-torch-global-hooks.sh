@@ -39,13 +39,9 @@ torch.manual_seed(0)
 model = torchvision.models.resnet18(weights=None).eval()
 x = torch.randn(2, 3, 224, 224)
 present = stackprof.active()
-fails = []
 
 
-def expect(cond, what):
-    if not cond:
-        print("FAILED:", what)
-        fails.append(what)
+expect = splib.expect
 
 
 def attempt(what, fn):
@@ -152,8 +148,7 @@ with torch.no_grad():
     expect(ours() == 0, "after every remove(), no global hook of stackprof's is left (%d)" % ours())
     expect(not stackprof.torch._names, "the registry is empty")
     expect(torch.equal(model(x), ref), "the same output once the labels are gone")
-print("globalhooks FAILED" if fails else "globalhooks ok")
-sys.exit(1 if fails else 0)
+splib.finish("globalhooks")
 PYEOF
 
 "$TORCH_PY" globalhooks.py >plain.txt 2>&1

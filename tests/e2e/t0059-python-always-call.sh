@@ -22,13 +22,9 @@ import stackprof
 import stackprof.torch
 
 present = stackprof.active()
-fails = []
 
 
-def expect(cond, what):
-    if not cond:
-        print("FAILED:", what)
-        fails.append(what)
+expect = splib.expect
 
 
 class Torch2Module(splib.FakeModule):
@@ -103,8 +99,7 @@ if not present:
 expect(seen == want, "range depths: %r" % seen)
 h.remove()
 expect(sum(len(m._pre) + len(m._post) for _, m in net.named_modules()) == 0, "remove() takes every hook off")
-print("always FAILED" if fails else "always ok")
-sys.exit(1 if fails else 0)
+splib.finish("always")
 PYEOF
 
 for py in "${PYTHONS[@]}"; do
