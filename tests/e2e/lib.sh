@@ -70,6 +70,22 @@ find_pythons() {
 	done
 }
 
+# need_pythons: PYTHONS gets every interpreter present (find_pythons); the
+# test skips if there is none, and says which ones it does not test.
+need_pythons() {
+	find_pythons
+	[ ${#PYTHONS[@]} -gt 0 ] || skip "no python3: neither Debian's nor pyenv's 3.10-3.13"
+	[ -z "$PY_MISSING" ] || say "not installed, so not tested:$PY_MISSING"
+}
+
+# need_python: PY gets one interpreter, the first present (Debian's, then
+# pyenv's 3.10 to 3.13); the test skips if there is none.
+need_python() {
+	find_pythons
+	[ ${#PYTHONS[@]} -gt 0 ] || skip "no python3: neither Debian's nor pyenv's 3.10-3.13"
+	PY=${PYTHONS[0]}
+}
+
 # pick_python VERSION: PY gets the interpreter a per-version Python test
 # runs on: VERSION is 3.10 to 3.13 (pyenv's newest build of it, with a
 # shared libpython) or "debian" (/usr/bin/python3, the interpreter linked

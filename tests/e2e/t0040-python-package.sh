@@ -11,9 +11,7 @@
 #   that ran the hooks), and the profile() block is a window;
 # - `pip install ./python` works offline.
 . "$(dirname "$0")/lib.sh"
-find_pythons
-[ ${#PYTHONS[@]} -gt 0 ] || skip "no python3: neither Debian's nor pyenv's 3.10-3.13"
-[ -z "$PY_MISSING" ] || say "not installed, so not tested:$PY_MISSING"
+need_pythons
 export PYTHONPATH="$SP_PYTHONPATH:$SP_SOURCE_DIR/tests/e2e"
 
 cat >api.py <<'EOF'

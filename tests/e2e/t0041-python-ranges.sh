@@ -9,9 +9,7 @@
 # error) can't place its ranges: they go under its [truncated] or
 # [unwind error] marker, never at the root.
 . "$(dirname "$0")/lib.sh"
-find_pythons
-[ ${#PYTHONS[@]} -gt 0 ] || skip "no python3: neither Debian's nor pyenv's 3.10-3.13"
-PY=${PYTHONS[0]}
+need_python
 export PYTHONPATH="$SP_PYTHONPATH:$SP_SOURCE_DIR/tests/e2e"
 
 cat >ranges.py <<'EOF'

@@ -4,9 +4,7 @@
 # with prof.step() and on its own with stackprof.step(); a later profile()
 # block without a schedule samples every step again.
 . "$(dirname "$0")/lib.sh"
-find_pythons
-[ ${#PYTHONS[@]} -gt 0 ] || skip "no python3: neither Debian's nor pyenv's 3.10-3.13"
-PY=${PYTHONS[0]}
+need_python
 export PYTHONPATH="$SP_PYTHONPATH:$SP_SOURCE_DIR/tests/e2e"
 
 cat >sched.py <<'EOF'

@@ -6,9 +6,7 @@
 # window is inside one in its own profile. The same program without
 # profile() shows the work outside, so the checks can see it.
 . "$(dirname "$0")/lib.sh"
-find_pythons
-[ ${#PYTHONS[@]} -gt 0 ] || skip "no python3: neither Debian's nor pyenv's 3.10-3.13"
-PY=${PYTHONS[0]}
+need_python
 export PYTHONPATH="$SP_PYTHONPATH:$SP_SOURCE_DIR/tests/e2e"
 
 cat >window.py <<'EOF'

@@ -8,9 +8,7 @@
 #   outside them, the views leave those out, and --all-samples (every
 #   symbolizing command, and run's summary) keeps them.
 . "$(dirname "$0")/lib.sh"
-find_pythons
-[ ${#PYTHONS[@]} -gt 0 ] || skip "no python3: neither Debian's nor pyenv's 3.10-3.13"
-PY=${PYTHONS[0]}
+need_python
 unset PYTHONPATH
 
 cat >where.py <<'EOF'

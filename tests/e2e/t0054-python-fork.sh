@@ -5,9 +5,7 @@
 # profile; it once kept them, and the child's <module> frame (named in the
 # parent, before the fork) read "[Python code not recorded]".
 . "$(dirname "$0")/lib.sh"
-find_pythons
-[ ${#PYTHONS[@]} -gt 0 ] || skip "no Python interpreter found:$PY_MISSING"
-[ -z "$PY_MISSING" ] || say "not installed, not tested:$PY_MISSING"
+need_pythons
 
 cat >fk.py <<'PY'
 import os, sys, time

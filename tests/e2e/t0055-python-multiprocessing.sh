@@ -7,9 +7,7 @@
 # the worker measured itself in its burn() function, and the exit codes
 # pass through, on every interpreter present.
 . "$(dirname "$0")/lib.sh"
-find_pythons
-[ ${#PYTHONS[@]} -gt 0 ] || skip "no Python interpreter found:$PY_MISSING"
-[ -z "$PY_MISSING" ] || say "not installed, not tested:$PY_MISSING"
+need_pythons
 
 cat >mp.py <<'PY'
 import multiprocessing as mp, os, sys, time

@@ -9,9 +9,7 @@
 # module call. Checked on every interpreter here (frames that finished keep
 # their caller differently before and after 3.11).
 . "$(dirname "$0")/lib.sh"
-find_pythons
-[ ${#PYTHONS[@]} -gt 0 ] || skip "no python3: neither Debian's nor pyenv's 3.10-3.13"
-[ -z "$PY_MISSING" ] || say "not installed, so not tested:$PY_MISSING"
+need_pythons
 export PYTHONPATH="$SP_PYTHONPATH:$SP_SOURCE_DIR/tests/e2e"
 
 cat >always.py <<'PYEOF'
