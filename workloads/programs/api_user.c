@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "thread_cpu.h"
+#include "workloads/programs/thread_cpu.h"
 
 #include "sampler/stackprof.h"
 

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "thread_cpu.h"
+#include "workloads/programs/thread_cpu.h"
 
 static volatile double main_sink;
 

@@ -68,7 +68,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "thread_cpu.h"
+#include "workloads/programs/thread_cpu.h"
 
 #ifndef CLOSE_RANGE_UNSHARE
 #define CLOSE_RANGE_UNSHARE 2

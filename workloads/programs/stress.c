@@ -41,7 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "thread_cpu.h"
+#include "workloads/programs/thread_cpu.h"
 
 static volatile double sink;
 
