@@ -412,14 +412,14 @@ const char *sp_model_python_path(const char *file)
 }
 
 /*
- * A Python file's module, as Python would name it: its import path
- * (sp_model_python_path) without .py, dots for slashes
+ * A Python file's module, as Python would name it, from its import path
+ * (sp_model_python_path): without .py, dots for slashes
  * ("torch.nn.modules.conv", "threading"); a pseudo-file ("<string>") as
  * it is. malloc'd.
  */
-static char *sp_python_module(const char *file)
+static char *sp_python_module(const char *import_path)
 {
-	char *m = strdup(sp_model_python_path(file));
+	char *m = strdup(import_path);
 	if (!m)
 		return NULL;
 	size_t n = strlen(m);
@@ -459,21 +459,20 @@ static struct sp_frame sp_python_frame(struct sp_builder *b, uint64_t word, unsi
 		f.file = sp_basename(c->filename); /* as the symbolizer does for native files */
 	*def_line = c->firstlineno > 0 ? (unsigned)c->firstlineno : 0;
 	if (c->filename) {
-		/* one module string per code record, owned by the model */
-		size_t idx = (size_t)(c - b->m->prof->pycodes);
-		if (!sp_array_grow((void **)&b->pymod, &b->pymod_cap, b->m->prof->n_pycodes,
-				   sizeof(*b->pymod))) {
-			if (!b->pymod[idx])
-				b->pymod[idx] = sp_model_own(b, sp_python_module(c->filename));
-			f.module = b->pymod[idx];
-		}
-		/* once per code record: it may look for __init__.py files */
-		if (!b->o->whole_paths &&
-		    !sp_array_grow((void **)&b->pyimport, &b->pyimport_cap, b->m->prof->n_pycodes,
+		/* once per code record (the import path may look for __init__.py
+		 * files): the import path, and the module string made from it,
+		 * owned by the model */
+		size_t idx = (size_t)(c - b->m->prof->pycodes), n = b->m->prof->n_pycodes;
+		if (!sp_array_grow((void **)&b->pymod, &b->pymod_cap, n, sizeof(*b->pymod)) &&
+		    !sp_array_grow((void **)&b->pyimport, &b->pyimport_cap, n,
 				   sizeof(*b->pyimport))) {
 			if (!b->pyimport[idx])
 				b->pyimport[idx] = sp_model_python_path(c->filename);
-			*import_path = b->pyimport[idx];
+			if (!b->pymod[idx])
+				b->pymod[idx] = sp_model_own(b, sp_python_module(b->pyimport[idx]));
+			f.module = b->pymod[idx];
+			if (!b->o->whole_paths)
+				*import_path = b->pyimport[idx];
 		}
 	}
 	int line;
