@@ -152,12 +152,17 @@ void sp_handler_body(int sig, siginfo_t *si, void *uc)
 		cost = sp_thread_cpu_ns() - c0;
 	atomic_fetch_add_explicit(&t->handler_ns, cost, memory_order_relaxed);
 	atomic_store_explicit(&t->cpu_last, c0 + cost, memory_order_relaxed);
-	/* A handler that takes more than an eighth of the period (deep stacks
+	/* Handlers that take more than an eighth of the period (deep stacks
 	 * at a high rate) would leave the program little time between samples:
-	 * skip as many samples as it overran, and count them. */
+	 * skip as many samples as they overran, and count them. Two in a row
+	 * must overrun: one slow handler (a page fault, a cold cache in a
+	 * module just loaded, a stolen CPU) says nothing of the next, and
+	 * would blind the sampler for up to 64 periods. */
 	uint64_t budget = sp_g.period_ns / 8;
-	if (budget && cost > budget)
-		t->throttle = cost / budget > 64 ? 64 : (uint32_t)(cost / budget);
+	uint64_t over = cost < t->last_cost ? cost : t->last_cost;
+	t->last_cost = cost;
+	if (budget && over > budget)
+		t->throttle = over / budget > 64 ? 64 : (uint32_t)(over / budget);
 out:
 	if (rearm)
 		t->timer->rearm(t, sp_g.period_ns);

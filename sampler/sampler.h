@@ -88,6 +88,7 @@ struct sp_thread {
 	_Atomic(uint64_t *) py_scratch;
 	_Atomic uint64_t py_unreadable;
 	uint32_t throttle;	   /* samples still to skip */
+	uint64_t last_cost;	   /* the previous handler's cost (ns) */
 	uint64_t throttled_weight; /* their CPU time, carried to the next sample */
 	char name_at_exit[16];	   /* the thread's name, read as it exits */
 	char py_name[64];	   /* its threading.Thread's name, set before it goes live */
