@@ -59,6 +59,7 @@ static void sp_fork_child(void)
 	pthread_mutex_init(&sp_g.lock, NULL);
 	pthread_cond_init(&sp_g.wake, NULL);
 	sp_park_atfork(2);
+	atomic_store(&sp_g.own_threads, 0); /* ours stayed in the parent */
 	if (!atomic_load(&sp_g.enabled))
 		return;
 	struct sp_thread *self = sp_self;

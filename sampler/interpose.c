@@ -1,12 +1,14 @@
 /*
  * interpose.c - the libc functions this library replaces around the
- * program's life: the exec family, dlclose, and the calls that want the
- * program's threads only (uid/gid changes, unshare, setns). The signal
+ * program's life: the exec family, dlclose, the calls that want the
+ * program's threads only (uid/gid changes, unshare, setns), and fopen of
+ * the files that count them (/proc/self/stat and status). The signal
  * interposers are in signals.c, pthread_create in thread.c,
  * dl_iterate_phdr in modules.c (interpose.h).
  */
 #include "sampler/interpose.h"
 #include "sampler/modules.h"
+#include "sampler/procstat.h"
 #include "sampler/sampler.h"
 #include "sampler/signals.h"
 #include "sampler/sigshare.h"
@@ -21,6 +23,7 @@
 #include <grp.h>
 #include <sched.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -351,3 +354,68 @@ SP_PARKED_CALL(setresgid, (gid_t r, gid_t e, gid_t s), (r, e, s))
 SP_PARKED_CALL(setgroups, (size_t n, const gid_t *groups), (n, groups))
 SP_PARKED_CALL(unshare, (int flags), (flags))
 SP_PARKED_CALL(setns, (int fd, int nstype), (fd, nstype))
+
+/*
+ * A program that reads its own thread count from /proc/self/stat or
+ * /proc/self/status with fopen (CPython 3.12+ after os.fork(): procstat.h)
+ * reads it without stackprof's threads. The file is read through, fixed,
+ * and handed over as a memfd at the descriptor number the real file had;
+ * anything unexpected hands over the real file instead.
+ */
+typedef FILE *sp_fopen_fn(const char *, const char *);
+static _Atomic(sp_fopen_fn *) sp_real_fopen, sp_real_fopen64;
+
+static FILE *sp_fopen_own(sp_fopen_fn *real, const char *path, const char *mode)
+{
+	int ours = atomic_load(&sp_g.own_threads);
+	enum sp_procfile kind = SP_PROC_OTHER;
+	if (ours > 0 && path && mode && !strpbrk(mode, "wa+"))
+		kind = sp_procfile_of(path, getpid());
+	FILE *f = real(path, mode);
+	if (!f || kind == SP_PROC_OTHER)
+		return f;
+	int e = errno;
+	char buf[8192];
+	size_t len = fread(buf, 1, sizeof(buf) - 64, f);
+	size_t fixed =
+	    feof(f) && !ferror(f) ? sp_procstat_fix(buf, len, sizeof(buf), kind, ours) : 0;
+	if (!fixed) {
+		rewind(f);
+		errno = e;
+		return f;
+	}
+	fclose(f);
+	int fd = memfd_create("stat", strchr(mode, 'e') ? MFD_CLOEXEC : 0);
+	if (fd < 0)
+		return real(path, mode);
+	FILE *m = NULL;
+	if (write(fd, buf, fixed) == (ssize_t)fixed && lseek(fd, 0, SEEK_SET) == 0)
+		m = fdopen(fd, mode);
+	if (!m) {
+		close(fd);
+		return real(path, mode);
+	}
+	errno = e;
+	return m;
+}
+
+/* fopen is called often: the real one is looked up once */
+static sp_fopen_fn *sp_fopen_real(_Atomic(sp_fopen_fn *) *cache, const char *name)
+{
+	sp_fopen_fn *fn = atomic_load_explicit(cache, memory_order_relaxed);
+	if (!fn) {
+		fn = (sp_fopen_fn *)sp_real_sym(name);
+		atomic_store_explicit(cache, fn, memory_order_relaxed);
+	}
+	return fn;
+}
+
+SP_EXPORT FILE *fopen(const char *path, const char *mode)
+{
+	return sp_fopen_own(sp_fopen_real(&sp_real_fopen, "fopen"), path, mode);
+}
+
+SP_EXPORT FILE *fopen64(const char *path, const char *mode)
+{
+	return sp_fopen_own(sp_fopen_real(&sp_real_fopen64, "fopen64"), path, mode);
+}

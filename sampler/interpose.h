@@ -2,8 +2,8 @@
  * interpose.h - how this library reaches the libc functions it replaces.
  *
  * libstackprof.so exports its own definitions of some libc functions
- * (exec family, dlclose, uid/gid changes, unshare and setns in
- * interpose.c; sigaction, signal and sigprocmask in signals.c; sigaltstack
+ * (exec family, dlclose, uid/gid changes, unshare, setns, fopen and
+ * fopen64 in interpose.c; sigaction, signal and sigprocmask in signals.c; sigaltstack
  * in sigstack.c; close, close_range, closefrom, dup2, dup3, pipe and pipe2
  * in fds.c; kill, killpg, raise, pthread_kill and tgkill in exitsig.c;
  * _exit and _Exit in exitcall.c;

@@ -132,7 +132,7 @@ void sp_finish_aside(int sig, bool here)
 		return;
 	pthread_t t;
 	if (sp_spawn_quiet(&t, sp_finisher_main, (void *)(intptr_t)sig) == 0)
-		pthread_join(t, NULL);
+		sp_join_quiet(t, 0);
 	else if (here)
 		sp_finish(sig);
 }

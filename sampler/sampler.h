@@ -111,6 +111,7 @@ struct sp_state {
 	/* writer thread */
 	pthread_t writer;
 	bool writer_running;
+	_Atomic int own_threads; /* stackprof's threads alive: writer, ticker, finisher */
 	pthread_mutex_t lock; /* serializes the writer against flush/fork/exec */
 	pthread_cond_t wake;
 	char path[4096];

@@ -241,6 +241,7 @@ void sp_join_quiet(pthread_t thread, pid_t tid)
 			break;
 		sched_yield();
 	}
+	atomic_fetch_sub(&sp_g.own_threads, 1);
 }
 
 int sp_spawn_quiet(pthread_t *thread, void *(*fn)(void *), void *arg)
@@ -254,8 +255,13 @@ int sp_spawn_quiet(pthread_t *thread, void *(*fn)(void *), void *arg)
 	if (rc)
 		return rc;
 	rc = pthread_attr_setsigmask_np(&attr, &all);
+	/* counted before it runs: /proc's count of the program's threads
+	 * leaves it out from its start (procstat.h) */
+	atomic_fetch_add(&sp_g.own_threads, 1);
 	if (!rc)
 		rc = sp_real_pthread_create(thread, &attr, fn, arg);
+	if (rc)
+		atomic_fetch_sub(&sp_g.own_threads, 1);
 	pthread_attr_destroy(&attr);
 	return rc;
 }
