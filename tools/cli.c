@@ -4,6 +4,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 void sp_cli_error(const char *fmt, ...)
 {
@@ -89,11 +91,13 @@ static int sp_cli_take(struct sp_cli_args *a, const struct sp_cli_opt *o, const 
 		a->value = inline_value;
 		return o->key;
 	}
-	if (a->i >= a->argc) {
+	/* whatever follows is the value, even "-1" (torch's "no row limit"),
+	 * but not "--": `run -o -- prog` forgot the file, and would have
+	 * written a profile named "--" */
+	if (a->i >= a->argc || !strcmp(a->argv[a->i], "--")) {
 		sp_cli_bad(a, "option '%s' needs a value (%s)", a->spelled, o->arg);
 		return -1;
 	}
-	/* whatever follows is the value, even "-1" (torch's "no row limit") */
 	a->value = a->argv[a->i++];
 	return o->key;
 }
@@ -244,13 +248,20 @@ bool sp_cli_ulong(struct sp_cli_args *a, unsigned long min, unsigned long max, u
 
 bool sp_cli_row_limit(struct sp_cli_args *a, size_t *out)
 {
-	unsigned long v;
-	if (!strcmp(a->value, "-1")) {
+	const char *s = a->value;
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 10);
+	if (!strcmp(s, "-1")) {
 		*out = 0;
 		return true;
 	}
-	if (!sp_cli_ulong(a, 0, 1000000000, &v))
+	if (!*s || *end || errno || s[0] == '-' || v > 1000000000) {
+		sp_cli_bad(a,
+			   "%s: '%s' is not a number of rows (up to 1000000000; 0 or -1 for all)",
+			   a->spelled, s);
 		return false;
+	}
 	*out = v;
 	return true;
 }
@@ -439,6 +450,33 @@ int sp_cli_end_output(FILE *out, const char *path, int err, bool partial)
 	if (rc == SP_EXIT_OK && partial)
 		rc = SP_EXIT_ERROR;
 	return rc;
+}
+
+bool sp_cli_output_ok(const char *path)
+{
+	if (!path || !strcmp(path, "-"))
+		return true;
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		sp_cli_error("cannot write %s: it names a directory", path);
+		return false;
+	}
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	int err = 0;
+	if (stat(dir, &st) != 0)
+		err = errno;
+	else if (!S_ISDIR(st.st_mode))
+		err = ENOTDIR;
+	else if (access(dir, W_OK | X_OK) != 0)
+		err = errno;
+	if (err)
+		sp_cli_error("cannot write %s: %s", path, strerror(err));
+	return err == 0;
 }
 
 FILE *sp_cli_open_output(const char *path)

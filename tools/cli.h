@@ -279,6 +279,11 @@ int sp_cli_finish_output(FILE *f, const char *path);
  */
 int sp_cli_end_output(FILE *out, const char *path, int err, bool partial);
 
+/* Whether path could be written ("-" is stdout): its directory is there
+ * and writable, and it is not a directory; says why not. Checked before a
+ * profile is read, so that a typo costs no symbolization. Creates nothing. */
+bool sp_cli_output_ok(const char *path);
+
 /* Opens path for writing ("-" is stdout); prints why and returns NULL on error. */
 FILE *sp_cli_open_output(const char *path);
 

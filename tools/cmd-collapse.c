@@ -102,6 +102,8 @@ int sp_cmd_collapse(int argc, char **argv)
 		goto out;
 
 	rc = SP_EXIT_ERROR;
+	if (!sp_cli_output_ok(output))
+		goto out;
 	if (!sp_cli_load(a.operands[0], &flt, &in))
 		goto out;
 	model = in.model;

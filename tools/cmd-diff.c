@@ -155,6 +155,8 @@ int sp_cmd_diff(int argc, char **argv)
 		goto out;
 
 	rc = SP_EXIT_ERROR;
+	if (!sp_cli_output_ok(output))
+		goto out;
 	for (int i = 0; i < 2; i++) {
 		if (!sp_cli_load(a.operands[i], &flt, &in[i]))
 			goto out;

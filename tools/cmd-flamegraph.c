@@ -164,6 +164,8 @@ int sp_cmd_flamegraph(int argc, char **argv)
 	}
 
 	rc = SP_EXIT_ERROR;
+	if (!sp_cli_output_ok(output))
+		goto out;
 	if (!sp_cli_load(a.operands[0], &flt, &in) ||
 	    (base_path && !sp_cli_load(base_path, &flt, &base)))
 		goto out;

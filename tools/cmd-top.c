@@ -159,6 +159,8 @@ int sp_cmd_top(int argc, char **argv)
 	}
 
 	rc = SP_EXIT_ERROR;
+	if (!sp_cli_output_ok(output))
+		goto out;
 	if (!sp_cli_load(a.operands[0], &flt, &in))
 		goto out;
 	out = sp_cli_open_output(output);

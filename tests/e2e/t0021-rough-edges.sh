@@ -7,7 +7,10 @@
 #   diff calls a function whose compared time is 0 in BASE "added" (and 0
 #   in NEW "removed"), not "increased";
 #   --strip-path removes a given prefix or shortens build trees, and the
-#   flame graph's labels are short by default.
+#   flame graph's labels are short by default;
+#   an option's value forgotten before "--" is an error, not a file "--";
+#   an output that can't be written is refused before the profile is read;
+#   --row-limit's message names -1.
 # (The [unwind error] root is t0015's, the table's cut unit/export's, the
 # messages for a text or empty file export/errors'.)
 . "$(dirname "$0")/lib.sh"
@@ -137,6 +140,30 @@ check "the flame graph's labels are short by default" \
 check "--strip-path none keeps whole paths" grep -q "f_inner ($TMP/src/deep/tree/shape.c:" none.svg
 
 # a distribution's build tree (Debian's python3.11 debug info names
+# an option's value forgotten before "--" is missing, not a file named "--"
+"$SP" run --output -- /bin/true >dd.out 2>&1
+rc=$?
+check "run --output -- PROG: exit 2, the value is missing" \
+	bash -c "[ $rc -eq 2 ] && grep -q \"'--output' needs a value\" dd.out"
+check "and no profile named '--' is written" [ ! -e ./-- ]
+
+# an output the commands can't write is refused before the profile is read
+# (the profile named here does not exist: the output is what is refused)
+for c in top table collapse flamegraph; do
+	"$SP" $c -o nodir/out.txt missing.prof >o.out 2>&1
+	rc=$?
+	check "$c -o nodir/...: exit 1, the output named first" \
+		bash -c "[ $rc -eq 1 ] && grep -q 'cannot write nodir/out.txt: No such file' o.out"
+done
+"$SP" export --format pprof -o . missing.prof >o.out 2>&1
+check "export -o .: refused as a directory" grep -q 'cannot write .: it names a directory' o.out
+
+# --row-limit says what it takes, -1 included
+"$SP" top --row-limit abc missing.prof >o.out 2>&1
+rc=$?
+check "--row-limit abc: exit 2, says 0 or -1 is all" \
+	bash -c "[ $rc -eq 2 ] && grep -q \"'abc' is not a number of rows (up to 1000000000; 0 or -1 for all)\" o.out"
+
 # /build/reproducible-path/python3.11-3.11.2/build-static/../Python/ceval.c)
 if [ -x /usr/bin/python3 ]; then
 	"$SP" run --no-summary -o py.prof -- /usr/bin/python3 -c 'sum(range(3000000))'
