@@ -305,6 +305,122 @@ out:
 	return err;
 }
 
+/* ---------------------------------------------------------------- pool threads */
+
+/* Whether view stack st is its "none" frame alone, after a thread root. */
+static bool sp_vstack_is_none(const struct sp_view *v, uint32_t st, int64_t none)
+{
+	const struct sp_mstack *s = &v->m.stacks[st];
+	const uint32_t *f = v->pool + v->stack_off[st];
+	size_t root = s->n && v->m.frames[f[0]].kind == SP_MFRAME_THREAD;
+	return s->n == root + 1 && f[root] == (uint32_t)none;
+}
+
+/* Whether source stack st has a Python frame. */
+static bool sp_stack_has_python(const struct sp_model *m, uint32_t st)
+{
+	const struct sp_mstack *s = &m->stacks[st];
+	for (uint32_t k = 0; k < s->n; k++)
+		if (m->frames[s->frames[k]].kind == SP_MFRAME_PYTHON)
+			return true;
+	return false;
+}
+
+static const struct sp_msample *sp_sort_samples;
+
+static int sp_cmp_sample_time(const void *a, const void *b)
+{
+	uint64_t x = sp_sort_samples[*(const uint32_t *)a].time_ns;
+	uint64_t y = sp_sort_samples[*(const uint32_t *)b].time_ns;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * A pool thread's work is its caller's operator (view.h). Threads that
+ * never show an operator (a module) or a Python frame are pool threads;
+ * each of their samples that is "none" alone takes the view stack of the
+ * nearest sample in time of the other threads, if one is within two
+ * sampling periods, under its own thread root. The weights move with it.
+ */
+static int sp_view_lend(struct sp_view *v, int64_t none)
+{
+	const struct sp_model *src = v->src;
+	struct sp_model *vm = &v->m;
+	size_t n = src->n_samples, nt = src->n_threads;
+	bool *issuer = calloc(nt ? nt : 1, sizeof(*issuer));
+	uint32_t *by_time = malloc((n ? n : 1) * sizeof(*by_time));
+	int err = -ENOMEM;
+	if (!issuer || !by_time)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		const struct sp_msample *s = &vm->samples[i];
+		if (s->thread < nt && !issuer[s->thread])
+			issuer[s->thread] = !sp_vstack_is_none(v, s->stack, none) ||
+					    sp_stack_has_python(src, src->samples[i].stack);
+	}
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++)
+		if (vm->samples[i].thread < nt && issuer[vm->samples[i].thread])
+			by_time[m++] = (uint32_t)i;
+	err = 0;
+	if (!m || m == n)
+		goto out; /* no pool thread, or no one to lend to it */
+	sp_sort_samples = vm->samples;
+	qsort(by_time, m, sizeof(*by_time), sp_cmp_sample_time);
+	uint32_t hz = src->prof ? src->prof->header.freq_hz : 0;
+	uint64_t window = 2 * (hz ? 1000000000u / hz : 10000000u);
+	for (size_t i = 0; i < n; i++) {
+		struct sp_msample *s = &vm->samples[i];
+		if (s->thread >= nt || issuer[s->thread] || !sp_vstack_is_none(v, s->stack, none))
+			continue;
+		/* the first issuing sample at or after s, and the one before it */
+		size_t lo = 0, hi = m;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (vm->samples[by_time[mid]].time_ns < s->time_ns)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		const struct sp_msample *near = NULL;
+		uint64_t best = window + 1;
+		for (size_t k = lo > 0 ? lo - 1 : 0; k < m && k <= lo; k++) {
+			const struct sp_msample *c = &vm->samples[by_time[k]];
+			uint64_t d = c->time_ns > s->time_ns ? c->time_ns - s->time_ns
+							     : s->time_ns - c->time_ns;
+			if (d < best) {
+				best = d;
+				near = c;
+			}
+		}
+		if (!near || sp_vstack_is_none(v, near->stack, none))
+			continue;
+		/* s's own thread root, then the issuing sample's chain */
+		if ((err = sp_cur_start(v, &src->stacks[src->samples[i].stack])))
+			goto out;
+		const struct sp_mstack *ns = &vm->stacks[near->stack];
+		size_t off = v->stack_off[near->stack];
+		size_t root = ns->n && vm->frames[v->pool[off]].kind == SP_MFRAME_THREAD;
+		for (size_t k = root; k < ns->n; k++)
+			if ((err = sp_cur_push(v, v->pool[off + k])))
+				goto out;
+		int64_t st = sp_vstack(v);
+		if (st < 0) {
+			err = (int)st;
+			goto out;
+		}
+		vm->stacks[s->stack].weight_ns -= s->weight_ns;
+		vm->stacks[s->stack].samples--;
+		s->stack = (uint32_t)st;
+		vm->stacks[st].weight_ns += s->weight_ns;
+		vm->stacks[st].samples++;
+	}
+out:
+	free(issuer);
+	free(by_time);
+	return err;
+}
+
 /* ---------------------------------------------------------------- the view */
 
 struct sp_view *sp_view_new(const struct sp_model *m, enum sp_view_by by)
@@ -355,6 +471,11 @@ struct sp_view *sp_view_new(const struct sp_model *m, enum sp_view_by by)
 			vm->stacks[map[i]].samples++;
 		}
 	}
+	/* pool threads' samples take their caller's operator (module path) */
+	int64_t none = ops ? sp_vframe_named(v, "[no operator]", SP_MFRAME_OP, false)
+			   : sp_vframe_named(v, "[no module]", SP_MFRAME_MODPATH, false);
+	if ((err = none < 0 ? (int)none : sp_view_lend(v, none)))
+		goto out;
 	size_t deepest = 1;
 	for (size_t i = 0; i < vm->n_stacks; i++)
 		deepest = vm->stacks[i].n > deepest ? vm->stacks[i].n : deepest;

@@ -19,6 +19,13 @@
  *   all count as that operator's. Samples with no operator on their stack
  *   have the one frame "[no operator]".
  *
+ *   pool threads, in both operator views and by module path: a thread none
+ *   of whose samples has an operator (a module) or a Python frame works for
+ *   another (torch's OpenMP workers). Each of its "[no operator]" ("[no
+ *   module]") samples takes the chain of the nearest sample in time of the
+ *   other threads, if that one is within two sampling periods and not
+ *   "none" itself, under its own thread root. Its weight moves with it.
+ *
  *   by operator with Python callers (SP_VIEW_OP_PYTHON): the same
  *   operators, and between them the Python frames of the stack, as they
  *   are on it: the Python lines that called each operator, which is what
