@@ -6,6 +6,7 @@
  * once: frames are classified once each, range nodes resolved once each,
  * and the samples only look their stack up.
  */
+#define _GNU_SOURCE /* qsort_r */
 #include "export/view.h"
 #include "symbolize/arena.h"
 #include "export/htab.h"
@@ -326,12 +327,10 @@ static bool sp_stack_has_python(const struct sp_model *m, uint32_t st)
 	return false;
 }
 
-static const struct sp_msample *sp_sort_samples;
-
-static int sp_cmp_sample_time(const void *a, const void *b)
+static int sp_cmp_sample_time(const void *a, const void *b, void *samples)
 {
-	uint64_t x = sp_sort_samples[*(const uint32_t *)a].time_ns;
-	uint64_t y = sp_sort_samples[*(const uint32_t *)b].time_ns;
+	const struct sp_msample *s = samples;
+	uint64_t x = s[*(const uint32_t *)a].time_ns, y = s[*(const uint32_t *)b].time_ns;
 	return x < y ? -1 : x > y;
 }
 
@@ -365,8 +364,7 @@ static int sp_view_lend(struct sp_view *v, int64_t none)
 	err = 0;
 	if (!m || m == n)
 		goto out; /* no pool thread, or no one to lend to it */
-	sp_sort_samples = vm->samples;
-	qsort(by_time, m, sizeof(*by_time), sp_cmp_sample_time);
+	qsort_r(by_time, m, sizeof(*by_time), sp_cmp_sample_time, vm->samples);
 	uint32_t hz = src->prof ? src->prof->header.freq_hz : 0;
 	uint64_t window = 2 * (hz ? 1000000000u / hz : 10000000u);
 	for (size_t i = 0; i < n; i++) {
