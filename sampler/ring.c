@@ -39,9 +39,7 @@ void sp_ring_populate(struct sp_ring *r, size_t upto)
 void sp_ring_keep_ahead(struct sp_ring *r)
 {
 	size_t head = atomic_load_explicit(&r->head, memory_order_acquire);
-	/* after a wrap, what the producer wrote from the start: the pages
-	 * behind its old position are backed already */
-	size_t wrote = head >= r->seen ? head - r->seen : head;
+	size_t wrote = head >= r->seen ? head - r->seen : head + (r->n_words - r->seen);
 	r->seen = head;
 	if (r->populated >= r->n_words || wrote == 0)
 		return;
@@ -65,12 +63,8 @@ uint64_t *sp_ring_reserve(struct sp_ring *r, size_t max_words)
 	if (need >= r->n_words)
 		return NULL;
 	if (head >= tail) {
-		/* free space: [head, n) and [0, tail); keep one word so head==tail means empty.
-		 * An empty ring past its first SP_RING_FIRST words starts over at
-		 * its start (ring.h) */
-		if (head == tail && head >= SP_RING_FIRST && tail > need) {
-			r->reserved_at = 0;
-		} else if (r->n_words - head >= need) {
+		/* free space: [head, n) and [0, tail); keep one word so head==tail means empty */
+		if (r->n_words - head >= need) {
 			if (r->n_words - head == need && tail == 0)
 				return NULL;
 			r->reserved_at = head;

@@ -55,12 +55,6 @@ void sp_ring_keep_ahead(struct sp_ring *r);
  * ahead: ~60 samples of 250 frames. A page costs about as much to
  * populate as to fault in: this moves the cost off the sampled thread, it
  * doesn't remove it.
- *
- * The first 32 KiB are also where a ring the writer keeps up with stays:
- * a producer that finds its ring empty past them writes its next entry at
- * the start again. It then touches its first 32 KiB and one drain's
- * entries, not every page of the ring in turn (1 MiB by default); a ring
- * the writer falls behind on still has all of it.
  */
 #define SP_RING_FIRST ((32u << 10) / sizeof(uint64_t))
 #define SP_RING_AHEAD ((128u << 10) / sizeof(uint64_t))
