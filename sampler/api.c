@@ -290,7 +290,7 @@ static __attribute__((noinline)) uint32_t sp_anchor_walk(ucontext_t *uc)
 	if (!sp_modules_enter())
 		goto unblock;
 	uint32_t flags = 0;
-	struct sp_unwind_count cnt = {0, 0};
+	struct sp_unwind_count cnt = {0, 0, 0};
 	sp_in_unwind = 1;
 	sp_fd_libunwind(1);
 	size_t depth = sp_unwind_signal(uc, pcs, NULL, SP_ANCHOR_MAX_DEPTH, &flags, false, &cnt);

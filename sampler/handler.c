@@ -10,6 +10,7 @@
 #include "sampler/sys.h"
 #include "sampler/timer.h"
 #include "sampler/unwind.h"
+#include "sampler/writer.h"
 
 #include <errno.h>
 #include <string.h>
@@ -108,14 +109,14 @@ void sp_handler_body(int sig, siginfo_t *si, void *uc)
 		atomic_fetch_add_explicit(&t->skipped, 1, memory_order_relaxed);
 		goto out;
 	}
-	struct sp_unwind_count cnt = {0, 0};
+	struct sp_unwind_count cnt = {0, 0, 0};
 	enum sp_unwind_mode mode = sp_g.cfg.unwind;
 	sp_in_unwind = 1;
 	sp_fd_libunwind(1);
 	size_t depth = sp_unwind_signal(uc, pcs, py_pcs ? sp_pystack_sps(t) : NULL, max, &flags,
 					mode == SP_UNWIND_LIBUNWIND, &cnt);
 	if (mode == SP_UNWIND_CHECK && t->check_pcs) {
-		struct sp_unwind_count ref = {0, 0};
+		struct sp_unwind_count ref = {0, 0, 0};
 		uint32_t ref_flags = 0;
 		size_t n = sp_unwind_signal(uc, t->check_pcs, NULL, max, &ref_flags, true, &ref);
 		if (sp_stacks_differ(pcs, depth, t->check_pcs, n))
@@ -126,6 +127,8 @@ void sp_handler_body(int sig, siginfo_t *si, void *uc)
 	sp_modules_leave();
 	atomic_fetch_add_explicit(&t->unw_fast, cnt.fast, memory_order_relaxed);
 	atomic_fetch_add_explicit(&t->unw_slow, cnt.slow, memory_order_relaxed);
+	if (cnt.unknown)
+		sp_modules_missed(); /* a dlopen since the writer's last pass? */
 	if (py_pcs) {
 		struct sp_pyframes pf = sp_pystack_read(t);
 		if (!(e = sp_ring_reserve(&t->ring, SP_ENTRY_PCS + max))) {
@@ -140,6 +143,8 @@ void sp_handler_body(int sig, siginfo_t *si, void *uc)
 	e[SP_ENTRY_WEIGHT] = weight;
 	e[SP_ENTRY_RANGE] = atomic_load_explicit(&t->range_top, memory_order_relaxed);
 	sp_ring_commit(&t->ring, SP_ENTRY_PCS + depth, flags);
+	if (sp_ring_half_full(&t->ring))
+		sp_writer_poke(); /* a burst of deep stacks or new code objects */
 	if (flags & SP_STACK_UNWIND_ERR)
 		atomic_fetch_add_explicit(&t->unwind_errors, 1, memory_order_relaxed);
 	if (flags & SP_STACK_TRUNCATED)

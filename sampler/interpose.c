@@ -223,7 +223,7 @@ SP_EXPORT int dlclose(void *handle)
 		return SP_REAL(dlclose)(handle);
 	/* stackprof's own CPU here, around the program's (its destructors) */
 	uint64_t c0 = sp_thread_cpu_ns(), h0 = sp_self_handler_ns();
-	/* named even if it lived less than one drain interval */
+	/* named even if it lived less than one of the writer's pauses */
 	sp_writer_record_modules();
 	atomic_fetch_add(&sp_g.modules_changing, 1);
 	/* never hang the program: after a second the close goes ahead */

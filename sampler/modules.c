@@ -3,6 +3,7 @@
 #include "sampler/rulecache.h"
 #include "sampler/sampler.h"
 #include "sampler/sys.h"
+#include "sampler/writer.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -266,6 +267,17 @@ void sp_modules_refresh_if_changed(void)
 	struct sp_modsnap *s = atomic_load(&sp_snap);
 	if (!s || s->adds != c[0] || s->subs != c[1])
 		sp_modules_refresh();
+}
+
+/* The generation a miss last poked the writer in, plus one (0: none yet). */
+static _Atomic uint64_t sp_miss_gen;
+
+void sp_modules_missed(void)
+{
+	uint64_t want = atomic_load_explicit(&sp_mod_gen, memory_order_relaxed) + 1;
+	if (atomic_load_explicit(&sp_miss_gen, memory_order_relaxed) != want &&
+	    atomic_exchange_explicit(&sp_miss_gen, want, memory_order_relaxed) != want)
+		sp_writer_poke();
 }
 
 void sp_modules_atfork(int phase)

@@ -56,6 +56,16 @@ void sp_modules_refresh(void);
 /* Rebuilds only if glibc's adds/subs counters moved (modules loaded behind our back). */
 void sp_modules_refresh_if_changed(void);
 
+/*
+ * The handler met code in no module of the snapshot: pokes the writer
+ * (writer.h), which looks at glibc's counters at once and rebuilds the
+ * snapshot if a module was loaded since. Once per snapshot generation: JIT
+ * code, which no module holds, pokes it once and then waits for a rebuild
+ * like everything else (a module loaded meanwhile is found by the writer's
+ * next pass). Signal-safe, wait-free.
+ */
+SP_SIGSAFE void sp_modules_missed(void);
+
 /* Fork hooks: 0 before fork (lock), 1 in the parent (unlock), 2 in the child (re-init). */
 void sp_modules_atfork(int phase);
 

@@ -95,6 +95,14 @@ void sp_ring_commit(struct sp_ring *r, size_t words, uint32_t flags)
 	atomic_store_explicit(&r->head, next, memory_order_release);
 }
 
+bool sp_ring_half_full(struct sp_ring *r)
+{
+	size_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+	size_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	size_t used = head >= tail ? head - tail : r->n_words - tail + head;
+	return used > r->n_words / 2;
+}
+
 const uint64_t *sp_ring_peek(struct sp_ring *r, size_t *words, uint32_t *flags)
 {
 	size_t head = atomic_load_explicit(&r->head, memory_order_acquire);

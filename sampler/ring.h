@@ -51,13 +51,13 @@ void sp_ring_keep_ahead(struct sp_ring *r);
 /*
  * How much of a ring is backed ahead of its producer, in words: a new
  * thread's first 32 KiB (about 8 us, at the thread's start), then, at each
- * drain (every 20 ms), the writer's sp_ring_keep_ahead, up to 128 KiB
- * ahead: ~60 samples of 250 frames. A page costs about as much to
+ * of the writer's passes (every 100 ms at 1 kHz), sp_ring_keep_ahead, up
+ * to 256 KiB ahead: ~120 samples of 250 frames. A page costs about as much to
  * populate as to fault in: this moves the cost off the sampled thread, it
  * doesn't remove it.
  */
 #define SP_RING_FIRST ((32u << 10) / sizeof(uint64_t))
-#define SP_RING_AHEAD ((128u << 10) / sizeof(uint64_t))
+#define SP_RING_AHEAD ((256u << 10) / sizeof(uint64_t))
 /* Unmaps. NULL-tolerant on r->words. */
 void sp_ring_release(struct sp_ring *r);
 
@@ -68,6 +68,9 @@ void sp_ring_release(struct sp_ring *r);
 SP_SIGSAFE uint64_t *sp_ring_reserve(struct sp_ring *r, size_t max_words);
 /* Publishes the reserved entry with its real payload length and flags. Signal-safe. */
 SP_SIGSAFE void sp_ring_commit(struct sp_ring *r, size_t words, uint32_t flags);
+/* Producer: whether entries fill more than half the ring (the consumer
+ * should come sooner than planned). Signal-safe. */
+SP_SIGSAFE bool sp_ring_half_full(struct sp_ring *r);
 
 /*
  * Consumer: returns the next entry's payload (and length/flags), or NULL if

@@ -71,6 +71,10 @@
 	X(sp_si_perf_data)                                                                         \
 	X(sp_ring_reserve)                                                                         \
 	X(sp_ring_commit)                                                                          \
+	X(sp_ring_half_full)                                                                       \
+	X(sp_writer_poke)                                                                          \
+	X(sp_futex_wake)                                                                           \
+	X(sp_modules_missed)                                                                       \
 	X(sp_modules_enter)                                                                        \
 	X(sp_modules_leave)                                                                        \
 	X(sp_modules_is_text)                                                                      \

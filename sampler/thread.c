@@ -1,4 +1,5 @@
 #include "sampler/thread.h"
+#include "sampler/writer.h"
 #include "sampler/python.h"
 #include "sampler/sampler.h"
 #include "sampler/sigstack.h"
@@ -90,8 +91,10 @@ int sp_thread_attach(const char *py_name)
 		return 0;
 	uint64_t c0 = sp_thread_cpu_ns();
 	struct sp_thread *t = sp_slot_claim();
-	if (!t)
+	if (!t) {
+		sp_writer_poke(); /* slots of exited threads wait for it */
 		return -EAGAIN;
+	}
 	struct sp_ring ring = t->ring; /* kept from a previous owner, if any */
 	uint64_t *check = t->check_pcs;
 	uint8_t *sigstack = t->sigstack;
@@ -181,6 +184,7 @@ void sp_thread_detach(void)
 	sp_self = NULL;
 	/* the writer drains the ring, then sets the slot free */
 	atomic_store(&t->state, SP_SLOT_DEAD);
+	sp_writer_slot_dead();
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 

@@ -177,7 +177,9 @@ SP_SIGSAFE static size_t sp_unwind_libunwind(ucontext_t *uc, uint64_t *pcs, uint
 		if (sps)
 			sps[n] = sp;
 		pcs[n++] = ip;
-		if (!sp_modules_is_text(ip) && scans < SP_MAX_SCANS) {
+		bool known = sp_modules_is_text(ip);
+		cnt->unknown += !known;
+		if (!known && scans < SP_MAX_SCANS) {
 			/* JIT or unknown code: libunwind would guess from rbp */
 			scans++;
 			memcpy(&scratch, uc, sizeof(scratch));
@@ -364,6 +366,7 @@ SP_SIGSAFE static size_t sp_unwind_cached(ucontext_t *uc, uint64_t *pcs, uint64_
 		uintptr_t addr = w.exact ? w.ip : w.ip - 1;
 		const struct sp_mod *m = sp_modsnap_text(snap, addr);
 		struct sp_cfi_rule r = {.kind = SP_CFI_SLOW};
+		cnt->unknown += !m;
 		if (!m && scans < SP_MAX_SCANS) {
 			/* JIT or unknown code: find the caller by scanning */
 			uintptr_t ra, at;

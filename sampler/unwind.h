@@ -40,6 +40,8 @@ void sp_unwind_warm(void);
 struct sp_unwind_count {
 	uint64_t fast; /* by a cached or freshly read CFI rule */
 	uint64_t slow; /* by libunwind */
+	uint64_t
+	    unknown; /* PCs in no module of the snapshot (JIT code, or a module loaded since) */
 };
 
 /*

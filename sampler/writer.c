@@ -26,13 +26,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <linux/futex.h>
 #include <sys/file.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-/* How often the rings are drained: a 1 MiB ring holds ~1 s of deep stacks at 1 kHz. */
+/* The writer's shortest pause between passes (sp_drain_ms). */
 #define SP_DRAIN_MS 20
+/* Slots of exited threads that poke the writer: it makes them free again. */
+#define SP_DEAD_POKE 8
 
 struct sp_stack_slot {
 	uint64_t hash;
@@ -94,7 +98,6 @@ struct sp_wstate {
 	uint64_t cpu_done_ns, final_c0;
 	bool final_aside;
 	unsigned skipped_flushes; /* periodic flushes in a row with nothing to write */
-	uint64_t slots_freed;	  /* slots of exited threads made free again */
 	bool stop, exec_flush;	  /* stop: the writer thread was told to end (parked) */
 	pid_t tid;		  /* the writer thread's */
 	bool flush_requested;
@@ -457,7 +460,8 @@ static void sp_add_counters(struct sp_prof_stats *st, struct sp_thread *t)
 static void sp_drain_all(struct sp_wstate *s, enum sp_names names)
 {
 	/* every pass: the handler unwinds through a dlopen'ed module, and its
-	 * samples are named, within one drain interval of the load */
+	 * samples are named, from the pass after the load (the first sample in
+	 * it pokes the writer: modules.h) */
 	sp_modules_sync(s);
 	sp_python_sync(s);
 	sp_ranges_sync(s);
@@ -478,7 +482,6 @@ static void sp_drain_all(struct sp_wstate *s, enum sp_names names)
 			sp_add_counters(&s->retired, t);
 			sp_sigstack_reset(t); /* the slot's next thread is measured afresh */
 			atomic_store(&t->state, SP_SLOT_FREE);
-			s->slots_freed++;
 		}
 	}
 }
@@ -644,18 +647,53 @@ static void sp_writer_failed(struct sp_wstate *s, int err)
 #define SP_IDLE_FLUSHES 10
 
 /*
- * How long the writer sleeps once the program has run nothing for ten
- * passes: 100 ms, or less where 100 ms of samples could fill half a ring
- * if the program woke up at once (each sample reserves its maximum
+ * How long the writer sleeps between passes: 100 ms, or less where 100 ms
+ * of samples could fill half a ring (each sample reserves its maximum
  * depth): a 1 MiB ring at 1 kHz holds 252 ms of the deepest samples, half
- * of it 126; at 10 kHz 13, so 20.
+ * of it 126; at 10 kHz 13, so 20. A wake-up costs the writer 35-47 us of
+ * CPU in this VM (a futex, a timer, two context switches) and takes a CPU
+ * from the program for as long: every 20 ms, it was a third of the
+ * writer's CPU on torch at 100 Hz. What can't wait pokes it instead
+ * (sp_writer_poke).
  */
-static unsigned sp_idle_drain_ms(void)
+static unsigned sp_drain_ms(void)
 {
 	uint64_t entry = ((uint64_t)sp_g.cfg.max_depth + 8) * sizeof(uint64_t);
 	uint64_t ring = (uint64_t)sp_g.cfg.ring_kb * 1024;
 	uint64_t ms = ring * 1000 / (2 * entry * (sp_g.cfg.freq_hz ? sp_g.cfg.freq_hz : 1));
 	return ms > 100 ? 100 : ms < SP_DRAIN_MS ? SP_DRAIN_MS : (unsigned)ms;
+}
+
+/* The writer sleeps on this word; a poke or a request changes it. */
+static _Atomic uint32_t sp_wake_word;
+/* A poke since the writer's pass began: the rest need no system call. */
+static _Atomic uint32_t sp_poked;
+/* Slots of exited threads since the writer's pass began. */
+static _Atomic uint32_t sp_dead_pending;
+
+SP_SIGSAFE static void sp_futex_wake(void)
+{
+	atomic_fetch_add_explicit(&sp_wake_word, 1, memory_order_release);
+	syscall(SYS_futex, &sp_wake_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+void sp_writer_poke(void)
+{
+	if (!atomic_exchange_explicit(&sp_poked, 1, memory_order_acq_rel))
+		sp_futex_wake();
+}
+
+void sp_writer_slot_dead(void)
+{
+	if (atomic_fetch_add(&sp_dead_pending, 1) + 1 == SP_DEAD_POKE)
+		sp_writer_poke();
+}
+
+/* Wakes the writer for a request set under sp_g.lock, and whoever waits on sp_g.wake. */
+static void sp_writer_wake(void)
+{
+	pthread_cond_broadcast(&sp_g.wake);
+	sp_futex_wake();
 }
 
 static void sp_flush(struct sp_wstate *s, uint32_t flags, bool may_skip)
@@ -683,26 +721,24 @@ static void *sp_writer_main(void *arg)
 	s->tid = sp_gettid();
 	prctl(PR_SET_NAME, "stackprof-wr", 0, 0, 0);
 	pthread_mutex_lock(&sp_g.lock);
-	/* passes in a row that found no sample: after 10 (200 ms of a program
-	 * that runs nothing), the writer wakes every 100 ms instead of 20
-	 * until a sample comes (sp_idle_drain_ms). What the backing off
-	 * costs: a module loaded meanwhile is known to the handler up to
-	 * 100 ms after its load instead of 20 (its frames' callers are cut
-	 * until then). */
-	unsigned idle = 0, idle_ms = sp_idle_drain_ms();
+	unsigned ms = sp_drain_ms();
+	struct timespec pause = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+	uint32_t seen = atomic_load_explicit(&sp_wake_word, memory_order_acquire);
 	while (!s->stop) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += (long)(idle >= 10 ? idle_ms : SP_DRAIN_MS) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
+		/* a request made since seen was read has changed the word: no sleep */
+		if (!s->flush_requested) {
+			pthread_mutex_unlock(&sp_g.lock);
+			syscall(SYS_futex, &sp_wake_word, FUTEX_WAIT_PRIVATE, seen, &pause, NULL,
+				0);
+			pthread_mutex_lock(&sp_g.lock);
 		}
-		if (!s->flush_requested)
-			pthread_cond_timedwait(&sp_g.wake, &sp_g.lock, &ts);
+		/* a poke before these two is served by the pass below; one after
+		 * them changes the word again */
+		seen = atomic_load_explicit(&sp_wake_word, memory_order_acquire);
+		atomic_store_explicit(&sp_poked, 0, memory_order_release);
+		atomic_store_explicit(&sp_dead_pending, 0, memory_order_relaxed);
 		if (s->stop)
 			break;
-		uint64_t had = s->samples, freed = s->slots_freed;
 		if (s->flush_requested ||
 		    sp_now_ns() - s->last_flush_ns >= (uint64_t)sp_g.cfg.flush_ms * 1000000u) {
 			uint64_t seq = s->flush_seq;
@@ -713,10 +749,6 @@ static void *sp_writer_main(void *arg)
 		} else {
 			sp_drain_all(s, SP_NAMES_NONE);
 		}
-		/* threads that come and go are not idle: their slots (and rings)
-		 * are free again only after a drain, and a thread that lives
-		 * shorter than its first period takes no sample */
-		idle = s->samples == had && s->slots_freed == freed ? idle + 1 : 0;
 	}
 	s->cpu_done_ns += sp_thread_cpu_ns();
 	pthread_mutex_unlock(&sp_g.lock);
@@ -960,7 +992,7 @@ void sp_writer_flush_now(void)
 	pthread_mutex_lock(&sp_g.lock);
 	uint64_t seq = ++s->flush_seq;
 	s->flush_requested = true;
-	pthread_cond_broadcast(&sp_g.wake);
+	sp_writer_wake();
 	while (s->flush_done < seq && !s->stop)
 		pthread_cond_wait(&sp_g.wake, &sp_g.lock);
 	pthread_mutex_unlock(&sp_g.lock);
@@ -1021,7 +1053,7 @@ void sp_writer_park(void)
 		return;
 	pthread_mutex_lock(&sp_g.lock);
 	s->stop = true;
-	pthread_cond_broadcast(&sp_g.wake);
+	sp_writer_wake();
 	pthread_mutex_unlock(&sp_g.lock);
 	sp_join_quiet(sp_g.writer, s->tid);
 	sp_g.writer_running = false;
@@ -1067,6 +1099,9 @@ void sp_writer_stop(bool final, int sig)
 void sp_writer_forget(void)
 {
 	struct sp_wstate *s = sp_ws;
+	/* a poke the parent's writer had yet to serve is not the child's */
+	atomic_store(&sp_poked, 0);
+	atomic_store(&sp_dead_pending, 0);
 	if (!s)
 		return;
 	/* the parent owns the file and its zlib stream: drop our copies

@@ -4,21 +4,37 @@
  * writer (sp_prof_writer_* in format/profile.h).
  *
  * All the slow work of the sampler (hashing, compression, /proc reads)
- * happens here, off the program's threads, every 20 ms; the file is
- * flushed every STACKPROF_FLUSH_MS. The thread runs with every signal
- * blocked (thread.h). sp_g.lock serializes it against the calls below.
+ * happens here, off the program's threads, every 100 ms (less at rates
+ * whose samples could fill half a ring sooner), and at once when poked;
+ * the file is flushed every STACKPROF_FLUSH_MS. The thread runs with
+ * every signal blocked (thread.h). sp_g.lock serializes it against the
+ * calls below.
  *
- * None of this is signal-safe.
+ * Only sp_writer_poke() is signal-safe.
  */
 #ifndef SP_SAMPLER_WRITER_H
 #define SP_SAMPLER_WRITER_H
 
+#include "sampler/sigsafe.h"
 #include <stdbool.h>
 
 /* Creates the output file (STACKPROF_OUT, or stackprof.<pid>.prof; a
  * forked child or exec'ed image takes PATH.<pid>), writes the header and
  * the modules, and starts the writer thread. 0 or -errno. */
 int sp_writer_start(void);
+
+/*
+ * Has the writer make a pass now rather than at the end of its pause: a
+ * sample met code in no known module (a dlopen since the last pass), or a
+ * ring is half full. At most one system call (a futex wake) per pass,
+ * however many threads poke. Signal-safe, wait-free.
+ */
+SP_SIGSAFE void sp_writer_poke(void);
+
+/* A thread's slot is waiting for the writer to make it free: every
+ * SP_DEAD_POKE of them poke it, so that thread churn does not hold slots
+ * and rings for a whole pause. */
+void sp_writer_slot_dead(void);
 
 /* Drains and flushes now, and waits until it is done. */
 void sp_writer_flush_now(void);

@@ -147,6 +147,12 @@ static void sp_info_print(FILE *f, const char *path, const struct sp_profile *p,
 			"libunwind\n",
 			100.0 * (double)st->unwind_fast / (double)frames,
 			100.0 * (double)st->unwind_slow / (double)frames);
+	if (s.scanned)
+		fprintf(
+		    f,
+		    "stack scans: %llu samples (%.1f%%) stepped over code in no known module by "
+		    "scanning the stack (JIT code, or a module loaded a moment before)\n",
+		    (unsigned long long)s.scanned, 100.0 * (double)s.scanned / (double)s.samples);
 	if (st->unwind_checked)
 		fprintf(f, "unwind check: %llu of %llu samples differ between the two unwinders\n",
 			(unsigned long long)st->unwind_differ, (unsigned long long)s.samples);

@@ -55,6 +55,8 @@ void sp_summary_compute(const struct sp_profile *p, const struct sp_model *m, st
 		const struct sp_prof_stack *st = sp_profile_stack(p, x->stack);
 		if (st && (st->flags & SP_STACK_UNWIND_ERR))
 			errs++;
+		if (st && (st->flags & SP_STACK_JIT_SCAN))
+			s->scanned++;
 	}
 	s->unwind_err_fraction = s->samples ? (double)errs / (double)s->samples : 0;
 	/* samples per sampled CPU-second: what the timer really delivered */

@@ -14,6 +14,7 @@
 
 struct sp_summary {
 	uint64_t samples, weight_ns, cpu_ns_by_threads;
+	uint64_t scanned; /* samples with a frame found by scanning the stack */
 	size_t threads;
 	double achieved_hz;	/* samples per CPU-second of a sampled thread */
 	double rooted_fraction; /* samples whose outermost frame is a thread root */

@@ -1,6 +1,6 @@
 #!/bin/bash
-# A program that runs nothing costs the writer little: after ten passes
-# with no sample it wakes every 100 ms instead of 20, and a periodic flush
+# A program that runs nothing costs the writer little: it wakes every
+# 100 ms (every 20 ms until 2026-11-28), and a periodic flush
 # with nothing new writes nothing, for up to ten flush intervals (2 s).
 # A busy program still flushes every 200 ms, and a sleeping one killed
 # outright keeps stats at most 2 s old. Counted in the file: the

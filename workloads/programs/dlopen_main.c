@@ -5,7 +5,9 @@
  * loop on several threads (the stress test). With argv[2] = "brief", main
  * works argv[3] seconds of CPU (default 0.1) before the dlopen, the plugin
  * works for 1 ms of CPU and is closed, and main works on for 0.3 s: a
- * module that lived less than one drain interval (20 ms).
+ * module that lived less than one drain interval (20 ms). With argv[2] =
+ * "at", main works argv[3] seconds of CPU before the dlopen instead of 0.5
+ * (a load at another phase of the writer's passes).
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -65,7 +67,8 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	bool brief = argc > 2 && !strcmp(argv[2], "brief");
-	before_dlopen(brief ? (argc > 3 ? atof(argv[3]) : 0.1) : 0.5);
+	bool at = argc > 3 && !strcmp(argv[2], "at");
+	before_dlopen(at ? atof(argv[3]) : brief ? (argc > 3 ? atof(argv[3]) : 0.1) : 0.5);
 	void *h = dlopen(plugin_path, RTLD_NOW);
 	if (!h) {
 		fprintf(stderr, "dlopen: %s\n", dlerror());

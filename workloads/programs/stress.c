@@ -4,6 +4,9 @@
  *   malloc     threads that do nothing but malloc/free
  *   fork       children that work and exit with status 7; parent checks
  *   churn      thousands of short threads created and joined
+ *   churnmem   1 s of wall time creating and joining 4 threads at a time
+ *              that do almost nothing; prints the process's peak RSS
+ *              ("VmHWM KB") from /proc/self/status
  *   exec N     exec itself N times, then work
  *   block      block and unblock SIGPROF around work, in a loop
  *   blockall   the same with every signal (SIGTRAP too)
@@ -75,6 +78,14 @@ static void *malloc_thread(void *arg)
 static void *short_thread(void *arg)
 {
 	work(0.0005);
+	return NULL;
+}
+
+static void *tiny_thread(void *arg)
+{
+	volatile int x = 0;
+	for (int i = 0; i < 1000; i++)
+		x += i;
 	return NULL;
 }
 
@@ -241,6 +252,24 @@ int main(int argc, char **argv)
 		for (int i = 0; i < 300; i++)
 			if (run_threads(short_thread, 8))
 				return 1;
+		return 0;
+	}
+	if (!strcmp(mode, "churnmem")) {
+		struct timespec t0, t;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do {
+			if (run_threads(tiny_thread, 4))
+				return 1;
+			clock_gettime(CLOCK_MONOTONIC, &t);
+		} while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) <
+			 1000000000L);
+		FILE *f = fopen("/proc/self/status", "r");
+		char line[256];
+		while (f && fgets(line, sizeof(line), f))
+			if (!strncmp(line, "VmHWM:", 6))
+				printf("VmHWM %ld\n", strtol(line + 6, NULL, 10));
+		if (f)
+			fclose(f);
 		return 0;
 	}
 	if (!strcmp(mode, "exec")) {
