@@ -285,9 +285,11 @@ SP_SIGSAFE static enum sp_step sp_fast_step(struct sp_walk *w, const struct sp_c
  * context; any other frame from a copy of it with rip, rsp and the
  * callee-saved registers of w (the caller-saved ones are dead there).
  * signal: the frame is a signal trampoline's, so its caller's ip is exact.
- * 1 stepped, 0 end of stack, < 0 error.
+ * 1 stepped, 0 end of stack, < 0 error. Not inlined: the walk's loop stays
+ * free of libunwind's calls through pointers (sigsafe.h).
  */
-SP_SIGSAFE static int sp_slow_step(struct sp_walk *w, ucontext_t *uc, bool signal)
+SP_SIGSAFE static __attribute__((noinline)) int sp_slow_step(struct sp_walk *w, ucontext_t *uc,
+							     bool signal)
 {
 	unw_cursor_t c;
 	ucontext_t scratch;
@@ -337,6 +339,23 @@ SP_SIGSAFE static void sp_rule(const struct sp_modsnap *s, const struct sp_mod *
 	sp_rulecache_put(addr, s->epoch, sp_cfi_pack(r));
 }
 
+/*
+ * What one walk learnt about a code address: its module and rule. A stack
+ * that recurses, or that enters the same code again further out (an
+ * interpreter's eval loop for each call from C, torch's module calls),
+ * meets the same return addresses many times: the memo answers those
+ * without the module search and the rule cache, whose lines a program
+ * running between samples has evicted. For this walk only (the snapshot
+ * it holds does not change under it).
+ */
+#define SP_WALK_MEMO 16
+
+struct sp_walk_memo {
+	uintptr_t addr;
+	const struct sp_mod *m;
+	struct sp_cfi_rule r;
+};
+
 SP_SIGSAFE static size_t sp_unwind_cached(ucontext_t *uc, uint64_t *pcs, uint64_t *sps, size_t max,
 					  uint32_t *flags, struct sp_unwind_count *cnt)
 {
@@ -351,6 +370,8 @@ SP_SIGSAFE static size_t sp_unwind_cached(ucontext_t *uc, uint64_t *pcs, uint64_
 		w.regs[i] = (uintptr_t)uc->uc_mcontext.gregs[sp_greg[i]];
 	size_t n = 0;
 	int scans = 0;
+	struct sp_walk_memo memo[SP_WALK_MEMO];
+	memset(memo, 0, sizeof(memo)); /* address 0 is in no module, as the zeroed entry says */
 	for (;;) {
 		if (n && w.ip < SP_MIN_CODE) {
 			*flags |= SP_STACK_UNWIND_ERR;
@@ -364,8 +385,16 @@ SP_SIGSAFE static size_t sp_unwind_cached(ucontext_t *uc, uint64_t *pcs, uint64_
 			sps[n] = w.sp;
 		pcs[n++] = w.ip;
 		uintptr_t addr = w.exact ? w.ip : w.ip - 1;
-		const struct sp_mod *m = sp_modsnap_text(snap, addr);
-		struct sp_cfi_rule r = {.kind = SP_CFI_SLOW};
+		struct sp_walk_memo *me = &memo[(addr ^ addr >> 6) % SP_WALK_MEMO];
+		if (me->addr != addr) {
+			me->addr = addr;
+			me->m = sp_modsnap_text(snap, addr);
+			me->r = (struct sp_cfi_rule){.kind = SP_CFI_SLOW};
+			if (me->m)
+				sp_rule(snap, me->m, addr, &me->r);
+		}
+		const struct sp_mod *m = me->m;
+		struct sp_cfi_rule r = me->r;
 		cnt->unknown += !m;
 		if (!m && scans < SP_MAX_SCANS) {
 			/* JIT or unknown code: find the caller by scanning */
@@ -387,7 +416,6 @@ SP_SIGSAFE static size_t sp_unwind_cached(ucontext_t *uc, uint64_t *pcs, uint64_
 			*flags |= SP_STACK_UNWIND_ERR;
 			break;
 		}
-		sp_rule(snap, m, addr, &r);
 		if (r.kind == SP_CFI_END)
 			break;
 		enum sp_step st = r.kind == SP_CFI_STEP ? sp_fast_step(&w, &r, t) : SP_STEP_SLOW;
