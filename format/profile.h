@@ -29,7 +29,9 @@
 
 #define SP_PROFILE_MAGIC     "STKPROF\n"
 #define SP_PROFILE_MAGIC_LEN 8
-#define SP_PROFILE_VERSION   1
+/* 2 added STACK_DIFF and SAMPLES (docs/FORMAT.md); version 1 files are still read */
+#define SP_PROFILE_VERSION     2
+#define SP_PROFILE_VERSION_MIN 1
 
 enum sp_rec_type {
 	SP_REC_HEADER = 1,
@@ -45,6 +47,8 @@ enum sp_rec_type {
 	SP_REC_MARK = 11,
 	SP_REC_PYCODE = 12,
 	SP_REC_PYINFO = 13,
+	SP_REC_STACK_DIFF = 14,
+	SP_REC_SAMPLES = 15,
 };
 
 /* Module flags. */
@@ -284,6 +288,22 @@ int sp_prof_writer_unload(struct sp_prof_writer *w, uint32_t module_id, uint64_t
 int sp_prof_writer_thread(struct sp_prof_writer *w, const struct sp_prof_thread *t);
 int sp_prof_writer_stack(struct sp_prof_writer *w, const struct sp_prof_stack *s);
 int sp_prof_writer_sample(struct sp_prof_writer *w, const struct sp_prof_sample *s);
+/*
+ * A STACK_DIFF record: stack s (whole: s->depth frames, innermost first)
+ * whose outermost keep frames are those of stack base, written earlier:
+ * only its first s->depth - keep frames go to the file. keep <= s->depth
+ * and base's depth; the caller has checked that the frames agree.
+ */
+int sp_prof_writer_stack_diff(struct sp_prof_writer *w, const struct sp_prof_stack *s,
+			      uint32_t base, uint32_t keep);
+/*
+ * A SAMPLES record: n samples of thread tid in time order, their tid
+ * fields ignored; period is what a sample usually weighs (the timer's
+ * period, or 0), which makes their weights short. Each costs ~7 bytes
+ * before compression, where a SAMPLE record costs ~14. n >= 1.
+ */
+int sp_prof_writer_samples(struct sp_prof_writer *w, int32_t tid, uint64_t period,
+			   const struct sp_prof_sample *s, size_t n);
 int sp_prof_writer_range(struct sp_prof_writer *w, const struct sp_prof_range *r);
 int sp_prof_writer_jit(struct sp_prof_writer *w, const struct sp_prof_jit *j);
 int sp_prof_writer_stats(struct sp_prof_writer *w, const struct sp_prof_stats *s);

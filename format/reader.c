@@ -265,6 +265,76 @@ static bool sp_parse_record(struct sp_reader *r, uint8_t type, const uint8_t *da
 		}
 		break;
 	}
+	case SP_REC_STACK_DIFF: {
+		uint32_t id = (uint32_t)sp_cursor_uleb(&c);
+		uint32_t flags = (uint32_t)sp_cursor_uleb(&c);
+		uint64_t base = sp_cursor_uleb(&c);
+		uint64_t keep = sp_cursor_uleb(&c);
+		uint64_t own = sp_cursor_uleb(&c);
+		const struct sp_prof_stack *b =
+		    base >= 1 && base <= p->n_stacks ? &p->stacks[base - 1] : NULL;
+		if (c.bad || id != p->n_stacks + 1 || !b || keep > b->depth || own > len ||
+		    own + keep > SP_MAX_DEPTH) {
+			sp_set_error(p, SP_READ_CORRUPT,
+				     "bad stack record (id %u, %llu frames on %llu of stack %llu)",
+				     id, (unsigned long long)own, (unsigned long long)keep,
+				     (unsigned long long)base);
+			return false;
+		}
+		uint64_t *pcs = malloc((own + keep ? own + keep : 1) * sizeof(uint64_t));
+		if (!pcs)
+			goto oom;
+		uint64_t prev = 0;
+		for (uint64_t i = 0; i < own; i++) {
+			prev += (uint64_t)sp_cursor_sleb(&c);
+			pcs[i] = prev;
+		}
+		memcpy(pcs + own, b->pcs + (b->depth - keep), keep * sizeof(uint64_t));
+		struct sp_prof_stack *s = SP_PUSH(r, stacks, cap_stacks);
+		if (!s) {
+			free(pcs);
+			goto oom;
+		}
+		s->id = id;
+		s->flags = flags;
+		s->depth = (uint32_t)(own + keep);
+		s->pcs = pcs;
+		break;
+	}
+	case SP_REC_SAMPLES: {
+		int32_t tid = (int32_t)sp_cursor_sleb(&c);
+		uint64_t n = sp_cursor_uleb(&c);
+		uint64_t period = sp_cursor_uleb(&c);
+		/* four bytes a sample at least */
+		if (c.bad || n == 0 || n > len / 4) {
+			sp_set_error(p, SP_READ_CORRUPT, "bad samples record (%llu samples)",
+				     (unsigned long long)n);
+			return false;
+		}
+		uint64_t prev = 0;
+		for (uint64_t i = 0; i < n; i++) {
+			struct sp_prof_sample *s = SP_PUSH(r, samples, cap_samples);
+			if (!s)
+				goto oom;
+			s->tid = tid;
+			s->stack = (uint32_t)sp_cursor_uleb(&c);
+			s->range = (uint32_t)sp_cursor_uleb(&c);
+			s->weight_ns = period + (uint64_t)sp_cursor_sleb(&c);
+			s->time_ns = prev + s->weight_ns + (uint64_t)sp_cursor_sleb(&c);
+			prev = s->time_ns;
+			if (c.bad || s->stack == 0 || s->stack > p->n_stacks ||
+			    s->range > p->n_ranges) {
+				sp_set_error(
+				    p, SP_READ_CORRUPT,
+				    "sample %llu of %llu refers to unknown stack %u or range "
+				    "%u",
+				    (unsigned long long)i + 1, (unsigned long long)n, s->stack,
+				    s->range);
+				return false;
+			}
+		}
+		break;
+	}
 	case SP_REC_SAMPLE: {
 		struct sp_prof_sample *s = SP_PUSH(r, samples, cap_samples);
 		if (!s)
@@ -807,11 +877,12 @@ struct sp_profile *sp_profile_read(const char *path, char *err, size_t errlen)
 		errno = EINVAL;
 		goto fail;
 	}
-	if (p->header.version != SP_PROFILE_VERSION) {
+	if (p->header.version < SP_PROFILE_VERSION_MIN || p->header.version > SP_PROFILE_VERSION) {
 		if (err)
 			snprintf(err, errlen,
-				 "%s: profile version %u, this stackprof reads version %u", path,
-				 p->header.version, SP_PROFILE_VERSION);
+				 "%s: profile version %u, this stackprof reads versions %u to %u",
+				 path, p->header.version, SP_PROFILE_VERSION_MIN,
+				 SP_PROFILE_VERSION);
 		errno = EINVAL;
 		goto fail;
 	}

@@ -13,11 +13,27 @@
 #include "sampler/sigsafe.h"
 #include <signal.h>
 
-/* Ring entry layout, in 64-bit words: time, weight, range, then the PCs. */
+/*
+ * A sample's ring entry, in 64-bit words: time, weight, range, the stack's
+ * hash, then its PCs. A stack the slot has sent whole before (its hash is
+ * in the slot's known table) goes as its hash and depth alone, flagged
+ * SP_RING_KNOWN: the writer, which reads each ring in order, has it already.
+ * A thread in a loop then writes one cache line a sample rather than one
+ * per eight frames, and the writer reads and hashes nothing more.
+ */
 #define SP_ENTRY_TIME	0
 #define SP_ENTRY_WEIGHT 1
 #define SP_ENTRY_RANGE	2
-#define SP_ENTRY_PCS	3
+#define SP_ENTRY_HASH	3
+#define SP_ENTRY_PCS	4
+#define SP_ENTRY_DEPTH	4 /* in a SP_RING_KNOWN entry, where the PCs would start */
+#define SP_RING_KNOWN	0x40000000u
+
+/* Entries in a slot's known table (direct-mapped by hash; 8 KiB). */
+#define SP_KNOWN_SLOTS 1024
+
+/* Words of the mapping behind a slot's stk and known. */
+#define SP_STK_WORDS(max_depth) ((size_t)(max_depth) + SP_KNOWN_SLOTS)
 
 /* The handler's entry, installed with SA_SIGINFO | SA_RESTART | SA_ONSTACK:
  * it moves onto the thread's own stack (sigstack.h), then runs

@@ -82,7 +82,12 @@ struct sp_thread {
 	_Atomic uint64_t
 	    unw_differ;	     /* STACKPROF_UNWIND=check: samples the two unwinders differ on */
 	uint64_t *check_pcs; /* check mode: libunwind's stack, max_depth words */
-	uint8_t *sigstack;   /* the handler's own stack (sigstack.h), kept with the slot */
+	/* the sample's stack before it goes to the ring (max_depth words),
+	 * then the hashes of the stacks this slot sent whole (SP_KNOWN_SLOTS),
+	 * in one mapping kept with the slot (handler.h) */
+	uint64_t *stk;
+	uint64_t *known;
+	uint8_t *sigstack; /* the handler's own stack (sigstack.h), kept with the slot */
 	/* Python frames (pystack.h): the handler's scratch, kept with the
 	 * slot, and the frames it could not read */
 	_Atomic(uint64_t *) py_scratch;
@@ -112,7 +117,7 @@ struct sp_state {
 	pthread_t writer;
 	bool writer_running;
 	_Atomic int own_threads; /* stackprof's threads alive: writer, ticker, finisher */
-	pthread_mutex_t lock; /* serializes the writer against flush/fork/exec */
+	pthread_mutex_t lock;	 /* serializes the writer against flush/fork/exec */
 	pthread_cond_t wake;
 	char path[4096];
 

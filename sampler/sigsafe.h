@@ -53,6 +53,7 @@
 	X(sp_handler)                                                                              \
 	X(sp_handler_body)                                                                         \
 	X(sp_stacks_differ)                                                                        \
+	X(sp_stack_hash)                                                                           \
 	X(sp_now_ns)                                                                               \
 	X(sp_fd_libunwind)                                                                         \
 	X(sp_thread_cpu_ns)                                                                        \

@@ -1,4 +1,5 @@
 #include "sampler/thread.h"
+#include "sampler/handler.h"
 #include "sampler/writer.h"
 #include "sampler/python.h"
 #include "sampler/sampler.h"
@@ -97,6 +98,7 @@ int sp_thread_attach(const char *py_name)
 	}
 	struct sp_ring ring = t->ring; /* kept from a previous owner, if any */
 	uint64_t *check = t->check_pcs;
+	uint64_t *stk = t->stk;
 	uint8_t *sigstack = t->sigstack;
 	uint64_t *py_scratch = atomic_load(&t->py_scratch);
 	memset((char *)t + sizeof(t->state), 0, sizeof(*t) - sizeof(t->state));
@@ -109,6 +111,15 @@ int sp_thread_attach(const char *py_name)
 		check = p == MAP_FAILED ? NULL : p;
 	}
 	t->check_pcs = check;
+	if (!stk) {
+		/* kept with the slot; without it the handler drops every sample */
+		void *p = mmap(NULL, SP_STK_WORDS(sp_g.cfg.max_depth) * sizeof(uint64_t),
+			       PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		stk = p == MAP_FAILED ? NULL : p;
+	}
+	t->stk = stk;
+	t->known = stk ? stk + sp_g.cfg.max_depth : NULL;
+	sp_thread_forget_stacks(t);
 
 	t->tid = sp_gettid();
 	int err = 0;
@@ -167,6 +178,12 @@ int sp_thread_attach(const char *py_name)
 		t->timer->pause(t); /* stopped (API, schedule): costs nothing until started */
 	atomic_fetch_add(&sp_g.setup_ns, sp_own_cpu_since(c0, 0)); /* no slot at c0 */
 	return err;
+}
+
+void sp_thread_forget_stacks(struct sp_thread *t)
+{
+	if (t->known)
+		memset(t->known, 0, SP_KNOWN_SLOTS * sizeof(uint64_t));
 }
 
 void sp_thread_detach(void)

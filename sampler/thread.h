@@ -46,6 +46,12 @@ uint64_t sp_own_cpu_since(uint64_t c0, uint64_t h0);
  * which drains the ring and frees the slot. */
 void sp_thread_detach(void);
 
+/* Empties t's table of the stacks it sent whole (handler.h), so that its
+ * next samples send them whole again: a slot's new thread starts with an
+ * empty one (a fork child's writer never saw the parent's stacks). */
+struct sp_thread;
+void sp_thread_forget_stacks(struct sp_thread *t);
+
 /*
  * Starts one of stackprof's own threads: not profiled, and with every
  * signal blocked. The mask is set through the attribute: the caller's is

@@ -45,6 +45,15 @@ struct sp_stack_slot {
 	size_t off;	/* into the pcs arena */
 };
 
+/* A thread slot's latest stack: what its next new stack is written against. */
+struct sp_last {
+	uint32_t id, n;
+	size_t off; /* into the pcs arena */
+};
+
+/* Samples a SAMPLES record holds at most: one per slot and drain, or more. */
+#define SP_BATCH 512
+
 struct sp_recmod {
 	uint32_t id;
 	uintptr_t start, bias;
@@ -71,6 +80,10 @@ struct sp_wstate {
 	uint64_t *arena;
 	size_t arena_len, arena_cap;
 	uint32_t next_stack;
+	struct sp_last last[SP_MAX_THREADS];
+	/* the slot being drained: its samples, for one SAMPLES record */
+	struct sp_prof_sample batch[SP_BATCH];
+	size_t n_batch;
 	/* modules recorded so far */
 	struct sp_recmod *mods;
 	size_t n_mods, cap_mods;
@@ -91,6 +104,7 @@ struct sp_wstate {
 	/* counters of freed slots */
 	struct sp_prof_stats retired;
 	uint64_t samples, weight_ns;
+	uint64_t lost; /* samples whose stack has no id: counted as drops */
 	uint64_t last_flush_ns;
 	/* the writer's own CPU time (stats.writer_ns): writer threads that
 	 * ended (a park ends one), and the final flush on another thread,
@@ -109,17 +123,6 @@ struct sp_wstate {
 static struct sp_wstate *sp_ws;
 
 static void sp_manifest_error(int err, const char *path);
-
-static uint64_t sp_hash_stack(const uint64_t *pcs, size_t n, uint32_t flags)
-{
-	uint64_t h = 0xcbf29ce484222325ull ^ flags;
-	for (size_t i = 0; i < n; i++) {
-		h ^= pcs[i];
-		h *= 0x100000001b3ull;
-		h ^= h >> 29;
-	}
-	return h;
-}
 
 static bool sp_stacks_grow(struct sp_wstate *s)
 {
@@ -142,19 +145,25 @@ static bool sp_stacks_grow(struct sp_wstate *s)
 	return true;
 }
 
-/* Returns the id of this stack, writing a STACK record the first time. 0 on failure. */
-static uint32_t sp_stack_id(struct sp_wstate *s, const uint64_t *pcs, size_t n, uint32_t flags)
+/*
+ * Finds this stack (h: its hash, from the handler) or adds it, writing its
+ * record: against base, the same thread's latest stack, when their
+ * outermost frames agree (a STACK_DIFF: torch's samples share 60-90% of
+ * their frames with the one before), else whole. NULL on failure; the
+ * slot is valid until the next stack is added.
+ */
+static const struct sp_stack_slot *sp_stack_id(struct sp_wstate *s, uint64_t h, const uint64_t *pcs,
+					       size_t n, uint32_t flags, const struct sp_last *base)
 {
 	if (s->n_used * 2 >= s->n_slots && !sp_stacks_grow(s))
-		return 0;
-	uint64_t h = sp_hash_stack(pcs, n, flags);
+		return NULL;
 	size_t j = h & (s->n_slots - 1);
 	uint32_t key = (uint32_t)n | (flags << 24);
 	for (; s->slots[j].id; j = (j + 1) & (s->n_slots - 1)) {
 		struct sp_stack_slot *e = &s->slots[j];
 		if (e->hash == h && e->depth == key &&
 		    !memcmp(s->arena + e->off, pcs, n * sizeof(uint64_t)))
-			return e->id;
+			return e;
 	}
 	if (s->arena_len + n > s->arena_cap) {
 		size_t cap = s->arena_cap ? s->arena_cap * 2 : 65536;
@@ -162,7 +171,7 @@ static uint32_t sp_stack_id(struct sp_wstate *s, const uint64_t *pcs, size_t n, 
 			cap *= 2;
 		uint64_t *a = realloc(s->arena, cap * sizeof(uint64_t));
 		if (!a)
-			return 0;
+			return NULL;
 		s->arena = a;
 		s->arena_cap = cap;
 	}
@@ -176,8 +185,29 @@ static uint32_t sp_stack_id(struct sp_wstate *s, const uint64_t *pcs, size_t n, 
 	s->n_used++;
 	struct sp_prof_stack rec = {
 	    .id = e->id, .flags = flags, .depth = (uint32_t)n, .pcs = (uint64_t *)pcs};
-	sp_prof_writer_stack(s->w, &rec);
-	return e->id;
+	size_t keep = 0;
+	if (base && base->id) {
+		const uint64_t *b = s->arena + base->off;
+		while (keep < n && keep < base->n && pcs[n - 1 - keep] == b[base->n - 1 - keep])
+			keep++;
+	}
+	if (keep >= 2)
+		sp_prof_writer_stack_diff(s->w, &rec, base->id, (uint32_t)keep);
+	else
+		sp_prof_writer_stack(s->w, &rec);
+	return e;
+}
+
+/* A stack its thread sent whole before (SP_RING_KNOWN), NULL if unknown. */
+static const struct sp_stack_slot *sp_stack_find(struct sp_wstate *s, uint64_t h, size_t n,
+						 uint32_t flags)
+{
+	uint32_t key = (uint32_t)n | (flags << 24);
+	for (size_t j = h & (s->n_slots - 1); s->n_slots && s->slots[j].id;
+	     j = (j + 1) & (s->n_slots - 1))
+		if (s->slots[j].hash == h && s->slots[j].depth == key)
+			return &s->slots[j];
+	return NULL;
 }
 
 /* ---- modules ----------------------------------------------------------- */
@@ -397,6 +427,14 @@ static void sp_jit_sync(struct sp_wstate *s)
 
 /* ---- draining ------------------------------------------------------------ */
 
+/* Writes the slot's samples taken so far as one SAMPLES record. */
+static void sp_batch_flush(struct sp_wstate *s, pid_t tid)
+{
+	if (s->n_batch)
+		sp_prof_writer_samples(s->w, tid, sp_g.period_ns, s->batch, s->n_batch);
+	s->n_batch = 0;
+}
+
 static void sp_drain_slot(struct sp_wstate *s, uint32_t i, struct sp_thread *t)
 {
 	const uint64_t *e;
@@ -417,25 +455,34 @@ static void sp_drain_slot(struct sp_wstate *s, uint32_t i, struct sp_thread *t)
 			sp_thread_name(s, i, t, NULL);
 			named = true;
 		}
-		size_t depth = words - SP_ENTRY_PCS;
-		uint32_t id = sp_stack_id(s, e + SP_ENTRY_PCS, depth, flags);
+		const struct sp_stack_slot *st;
+		if (flags & SP_RING_KNOWN)
+			st = sp_stack_find(s, e[SP_ENTRY_HASH], e[SP_ENTRY_DEPTH],
+					   flags & ~SP_RING_KNOWN);
+		else
+			st = sp_stack_id(s, e[SP_ENTRY_HASH], e + SP_ENTRY_PCS,
+					 words - SP_ENTRY_PCS, flags, &s->last[i]);
 		/* a range pushed since this pass synced them: its record first */
 		if (e[SP_ENTRY_RANGE] > s->ranges_emitted)
 			sp_ranges_sync(s);
-		if (id) {
-			struct sp_prof_sample rec = {
-			    .tid = t->tid,
-			    .stack = id,
+		if (st) {
+			s->last[i] = (struct sp_last){st->id, st->depth & 0xffffffu, st->off};
+			if (s->n_batch == SP_BATCH)
+				sp_batch_flush(s, t->tid);
+			s->batch[s->n_batch++] = (struct sp_prof_sample){
+			    .stack = st->id,
 			    .range = (uint32_t)e[SP_ENTRY_RANGE],
 			    .time_ns = e[SP_ENTRY_TIME],
 			    .weight_ns = e[SP_ENTRY_WEIGHT],
 			};
-			sp_prof_writer_sample(s->w, &rec);
 			s->samples++;
-			s->weight_ns += rec.weight_ns;
+			s->weight_ns += e[SP_ENTRY_WEIGHT];
+		} else {
+			s->lost++; /* no memory for its stack, or a stack the writer never had */
 		}
 		sp_ring_pop(&t->ring);
 	}
+	sp_batch_flush(s, t->tid);
 }
 
 static void sp_add_counters(struct sp_prof_stats *st, struct sp_thread *t)
@@ -503,6 +550,7 @@ static void sp_write_stats(struct sp_wstate *s, uint32_t flags)
 	st.time_ns = sp_now_ns() - sp_g.start_mono_ns;
 	st.samples = s->samples;
 	st.weight_ns = s->weight_ns;
+	st.drops += s->lost;
 	st.timer = (char *)sp_g.timer->name;
 	st.unwind_checked = sp_g.cfg.unwind == SP_UNWIND_CHECK;
 	st.timer_fallbacks = atomic_load(&sp_g.timer_fallbacks);

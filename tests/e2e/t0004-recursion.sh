@@ -26,12 +26,12 @@ check "700-deep run exits 0" [ $? -eq 0 ]
 check "truncated stacks are counted" has info.txt '/^truncated:/' '$2 > 0'
 "$SP" collapse --frame func deep.prof >deep.folded
 check "truncated stacks are kept and marked" grep -qE '^\[truncated\];(recurse;)+recurse_bottom' deep.folded
-# deep stacks at a high rate: each handler (about 16 us for 1000 frames)
+# deep stacks at a high rate: each handler (about 30 us for 2000 frames)
 # takes more than an eighth of the 100 us period; it throttles itself
-# (counted: about one sample in two), and the skipped time is carried so the
-# CPU total stays right
-"$SP" run --no-summary -F 10000 --max-depth 2048 -o fast.prof -- "$BIN/recurse" 1000 1 >/dev/null
-check "10 kHz, 1000 deep: exits 0" [ $? -eq 0 ]
+# (counted: about two samples in three), and the skipped time is carried so
+# the CPU total stays right
+"$SP" run --no-summary -F 10000 --max-depth 4096 -o fast.prof -- "$BIN/recurse" 2000 1 >/dev/null
+check "10 kHz, 2000 deep: exits 0" [ $? -eq 0 ]
 "$SP" info --no-symbols fast.prof >fast.txt
 grep -E '^(samples|throttled|handler)' fast.txt
 check "the handler throttles itself (at least one sample in four skipped)" \
@@ -39,13 +39,14 @@ check "the handler throttles itself (at least one sample in four skipped)" \
 cpu=$(awk '/^samples:/ { v = $3; gsub(/[(]/, "", v); if (v ~ /ms$/) v = v / 1000; else sub(/s$/, "", v); print v; exit }' fast.txt)
 check "the CPU total stays whole (0.8-1.6 s for a 1 s run)" \
 	awk -v v="$cpu" 'BEGIN { exit !(v != "" && v >= 0.8 && v <= 1.6) }'
-# the same in a ring of half the default size, which 20 ms of these
-# samples overfill: a ring half full pokes the writer, which drains it
-# sooner than planned (without: as many samples dropped as taken)
-STACKPROF_RING_KB=512 "$SP" run --no-summary -F 10000 --max-depth 2048 -o small.prof -- \
-	"$BIN/recurse" 1000 1 >/dev/null
+# a different deep stack in nearly every sample (100 to 2099 frames) into
+# the smallest ring, which a few milliseconds of them fill: a ring half
+# full pokes the writer, which drains it sooner than its pause (20 ms at
+# this rate) would (without the poke: 4,300 drops to 500-600 samples kept)
+STACKPROF_RING_KB=64 "$SP" run --no-summary -F 10000 --max-depth 4096 -o small.prof -- \
+	"$BIN/stress" vary
 "$SP" info --no-symbols small.prof >small.txt
 grep -E '^(samples|drops)' small.txt
-check "a 512 KiB ring at 10 kHz, 1000 deep: at most 5% of the samples dropped" \
-	awk '/^samples:/ { s = $2 } /^drops:/ { d = $2 } END { exit !(s > 0 && d * 20 <= s) }' small.txt
+check "a 64 KiB ring at 10 kHz, new deep stacks: at most 10% of the samples dropped" \
+	awk '/^samples:/ { s = $2 } /^drops:/ { d = $2 } END { exit !(s > 0 && d * 10 <= s) }' small.txt
 finish

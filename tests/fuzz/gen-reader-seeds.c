@@ -307,6 +307,34 @@ int main(int argc, char **argv)
 	}
 	finish(&w, "three-flushes", 1, 1);
 
+	/* version 2: stacks made from another's outer frames, samples in
+	 * batches (two threads, one sleeping between samples) */
+	begin(&w, "/usr/bin/seed");
+	modules(&w);
+	uint64_t d1[] = {0x400123, 0x400456, 0x400789, 0x400010};
+	uint64_t d2[] = {0x7fff0100, 0x400456, 0x400789, 0x400010};
+	uint64_t d3[] = {0x400aaa, 0x7fff0100, 0x400456, 0x400789, 0x400010};
+	struct sp_prof_stack ds1 = {.id = 1, .depth = 4, .pcs = d1};
+	struct sp_prof_stack ds2 = {.id = 2, .flags = SP_STACK_JIT_SCAN, .depth = 4, .pcs = d2};
+	struct sp_prof_stack ds3 = {.id = 3, .depth = 5, .pcs = d3};
+	ok(sp_prof_writer_stack(w.w, &ds1), "stack");
+	ok(sp_prof_writer_stack_diff(w.w, &ds2, 1, 3), "stack_diff");
+	ok(sp_prof_writer_stack_diff(w.w, &ds3, 2, 4), "stack_diff");
+	struct sp_prof_sample b1[5], b2[3];
+	for (int i = 0; i < 5; i++)
+		b1[i] = (struct sp_prof_sample){.stack = (uint32_t)(i % 3) + 1,
+						.time_ns = 1003000ull * (uint64_t)i,
+						.weight_ns = 1000000 + (uint64_t)i * 1500};
+	for (int i = 0; i < 3; i++)
+		b2[i] = (struct sp_prof_sample){.stack = 3 - (uint32_t)i,
+						.time_ns = 40000000ull * (uint64_t)i,
+						.weight_ns = 990000};
+	ok(sp_prof_writer_samples(w.w, 1234, 1000000, b1, 5), "samples");
+	ok(sp_prof_writer_samples(w.w, 1235, 1000000, b2, 3), "samples");
+	struct sp_prof_stats sv = {.samples = 8, .timer = (char *)"perf-sigtrap"};
+	ok(sp_prof_writer_stats(w.w, &sv), "stats");
+	finish(&w, "v2-records", 1, 1);
+
 	/* killed: flushed twice, never closed */
 	begin(&w, "/usr/bin/seed");
 	struct sp_prof_thread tk = {.tid = 7, .name = (char *)"killed"};

@@ -5,7 +5,8 @@
  * flips (caught, never a crash), junk and empty files, and the writer's
  * batching: many small records and one larger than its buffer, in order,
  * and everything before a flush readable from the file at that moment; a
- * record that cannot be allocated ends the stream at the last flush.
+ * record that cannot be allocated ends the stream at the last flush;
+ * version 2's STACK_DIFF and SAMPLES records, and the versions read.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -75,11 +76,17 @@ static void make_profile(const char *path)
 	uint64_t pcs[3] = {0x401000, 0x402000, 0x400100};
 	struct sp_prof_stack s = {.id = 1, .flags = SP_STACK_TRUNCATED, .depth = 3, .pcs = pcs};
 	CHECK(sp_prof_writer_stack(w, &s) == 0);
-	for (int i = 0; i < 3; i++) {
-		struct sp_prof_sample x = {
-		    .tid = 42, .stack = 1, .range = 1, .time_ns = 1000u * i, .weight_ns = 10000000};
-		CHECK(sp_prof_writer_sample(w, &x) == 0);
-	}
+	/* stack 2: a frame of its own, then stack 1's outer two */
+	uint64_t pcs2[3] = {0x403000, 0x402000, 0x400100};
+	struct sp_prof_stack s2 = {.id = 2, .depth = 3, .pcs = pcs2};
+	CHECK(sp_prof_writer_stack_diff(w, &s2, 1, 2) == 0);
+	struct sp_prof_sample xs[3];
+	for (int i = 0; i < 3; i++)
+		xs[i] = (struct sp_prof_sample){.stack = 1 + (i == 2),
+						.range = 1,
+						.time_ns = 1000u * i,
+						.weight_ns = 10000000u + (uint64_t)i * 3};
+	CHECK(sp_prof_writer_samples(w, 42, 10000000, xs, 3) == 0);
 	struct sp_prof_jit j = {.start = 0x7f0000, .size = 0x100, .name = "jit_kernel"};
 	CHECK(sp_prof_writer_jit(w, &j) == 0);
 	struct sp_prof_stats st = {.samples = 3, .drops = 1, .timer = "posix-cputimer"};
@@ -293,6 +300,120 @@ static void test_oom(const char *path)
 #endif
 }
 
+static const uint64_t pcs2_want[3] = {0x403000, 0x402000, 0x400100};
+
+/* Writes a header of this version and flushes (so that a bad record
+ * after it leaves a profile to read), then fn's records, and closes. */
+static void make_v(const char *path, uint32_t version, void (*fn)(struct sp_prof_writer *w))
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	struct sp_prof_writer *w = sp_prof_writer_new(fd);
+	struct sp_prof_header h = {
+	    .version = version, .timer = "t", .cmdline = "", .exe = "", .hostname = ""};
+	CHECK(sp_prof_writer_header(w, &h) == 0);
+	CHECK(sp_prof_writer_flush(w) == 0);
+	if (fn)
+		fn(w);
+	CHECK(sp_prof_writer_close(w) == 0);
+	close(fd);
+}
+
+static uint64_t pcs4[4] = {0x401000, 0x402000, 0x403000, 0x400100};
+
+static void stack1(struct sp_prof_writer *w)
+{
+	struct sp_prof_stack s = {.id = 1, .depth = 4, .pcs = pcs4};
+	CHECK(sp_prof_writer_stack(w, &s) == 0);
+}
+
+static void diff_unknown_base(struct sp_prof_writer *w)
+{
+	stack1(w);
+	struct sp_prof_stack s = {.id = 2, .depth = 4, .pcs = pcs4};
+	CHECK(sp_prof_writer_stack_diff(w, &s, 5, 2) == 0);
+}
+
+static void diff_keeps_too_much(struct sp_prof_writer *w)
+{
+	stack1(w);
+	uint64_t pcs[6] = {1, 2, 0x401000, 0x402000, 0x403000, 0x400100};
+	struct sp_prof_stack s = {.id = 2, .depth = 6, .pcs = pcs};
+	CHECK(sp_prof_writer_stack_diff(w, &s, 1, 5) == 0);
+}
+
+static void diff_deep(struct sp_prof_writer *w)
+{
+	stack1(w);
+	/* a stack sharing everything but its leaf, then one sharing all of stack 2 */
+	uint64_t a[5] = {0x404000, 0x401000, 0x402000, 0x403000, 0x400100};
+	struct sp_prof_stack s = {.id = 2, .depth = 5, .pcs = a};
+	CHECK(sp_prof_writer_stack_diff(w, &s, 1, 4) == 0);
+	struct sp_prof_stack t = {.id = 3, .flags = SP_STACK_JIT_SCAN, .depth = 5, .pcs = a};
+	CHECK(sp_prof_writer_stack_diff(w, &t, 2, 5) == 0);
+	/* samples far apart, sleeping (time gaps much larger than the weight)
+	 * and heavier or lighter than the period */
+	struct sp_prof_sample x[4] = {
+	    {.stack = 1, .time_ns = 7000000000ull, .weight_ns = 1},
+	    {.stack = 3, .time_ns = 7000000001ull, .weight_ns = 2000000},
+	    {.stack = 2, .range = 0, .time_ns = 9000000000ull, .weight_ns = 999000},
+	    {.stack = 2, .time_ns = 9000000000ull, .weight_ns = 0},
+	};
+	CHECK(sp_prof_writer_samples(w, -3, 1000000, x, 4) == 0);
+}
+
+static void samples_unknown_stack(struct sp_prof_writer *w)
+{
+	stack1(w);
+	struct sp_prof_sample x[2] = {{.stack = 1, .time_ns = 10}, {.stack = 2, .time_ns = 20}};
+	CHECK(sp_prof_writer_samples(w, 1, 0, x, 2) == 0);
+}
+
+/* Version 2's records: a stack made from another's outer frames, samples
+ * in a batch; their bad forms refused; versions 1 and 2 read, 3 not. */
+static void test_v2(const char *path)
+{
+	char err[256];
+	make_v(path, 2, diff_deep);
+	struct sp_profile *p = sp_profile_read(path, err, sizeof(err));
+	CHECK(p != NULL);
+	if (p) {
+		CHECK(p->status == SP_READ_OK && p->n_stacks == 3 && p->n_samples == 4);
+		uint64_t want[5] = {0x404000, 0x401000, 0x402000, 0x403000, 0x400100};
+		CHECK(p->n_stacks == 3 && p->stacks[1].depth == 5 &&
+		      !memcmp(p->stacks[1].pcs, want, sizeof(want)) && p->stacks[2].depth == 5 &&
+		      !memcmp(p->stacks[2].pcs, want, sizeof(want)) &&
+		      p->stacks[2].flags == SP_STACK_JIT_SCAN);
+		bool same = p->n_samples == 4;
+		uint64_t t[4] = {7000000000ull, 7000000001ull, 9000000000ull, 9000000000ull};
+		uint64_t wt[4] = {1, 2000000, 999000, 0};
+		uint32_t st[4] = {1, 3, 2, 2};
+		for (size_t i = 0; same && i < 4; i++)
+			same = p->samples[i].tid == -3 && p->samples[i].time_ns == t[i] &&
+			       p->samples[i].weight_ns == wt[i] && p->samples[i].stack == st[i];
+		CHECK(same);
+		sp_profile_free(p);
+	}
+	void (*bad[])(struct sp_prof_writer *) = {diff_unknown_base, diff_keeps_too_much,
+						  samples_unknown_stack};
+	const char *why[] = {"bad stack record", "bad stack record", "unknown stack"};
+	for (size_t i = 0; i < 3; i++) {
+		make_v(path, 2, bad[i]);
+		p = sp_profile_read(path, err, sizeof(err));
+		CHECK(p != NULL);
+		if (p) {
+			CHECK(p->status == SP_READ_CORRUPT && strstr(p->error, why[i]));
+			sp_profile_free(p);
+		}
+	}
+	make_v(path, 1, stack1);
+	p = sp_profile_read(path, err, sizeof(err));
+	CHECK(p != NULL && p->status == SP_READ_OK && p->n_stacks == 1);
+	sp_profile_free(p);
+	make_v(path, 3, stack1);
+	CHECK(sp_profile_read(path, err, sizeof(err)) == NULL &&
+	      strstr(err, "profile version 3, this stackprof reads versions 1 to 2"));
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -312,8 +433,16 @@ int main(void)
 		CHECK(p->header.pid == 42 && !strcmp(p->header.cmdline, "prog --arg"));
 		CHECK(p->n_modules == 1 && p->modules[0].build_id_len == 4 &&
 		      p->modules[0].build_id[0] == 0xde);
-		CHECK(p->n_samples == 5 && p->n_stacks == 1 && p->n_ranges == 2 && p->n_jits == 1);
+		CHECK(p->n_samples == 5 && p->n_stacks == 2 && p->n_ranges == 2 && p->n_jits == 1);
 		CHECK(p->stacks[0].depth == 3 && p->stacks[0].pcs[2] == 0x400100);
+		CHECK(p->stacks[1].depth == 3 && p->stacks[1].flags == 0 &&
+		      !memcmp(p->stacks[1].pcs, pcs2_want, sizeof(pcs2_want)));
+		CHECK(p->samples[0].tid == 42 && p->samples[0].stack == 1 &&
+		      p->samples[0].range == 1 && p->samples[0].time_ns == 0 &&
+		      p->samples[0].weight_ns == 10000000);
+		CHECK(p->samples[2].tid == 42 && p->samples[2].stack == 2 &&
+		      p->samples[2].time_ns == 2000 && p->samples[2].weight_ns == 10000006);
+		CHECK(p->samples[3].tid == 42 && p->samples[3].time_ns == 5000);
 		CHECK(p->stacks[0].flags == SP_STACK_TRUNCATED);
 		CHECK(p->has_stats && p->stats.samples == 5 && p->stats.flags == SP_STATS_FINAL);
 		CHECK(!strcmp(p->ranges[0].name, "LINEAR PASS"));
@@ -380,6 +509,7 @@ int main(void)
 	CHECK(sp_profile_read(dir, err, sizeof(err)) == NULL);
 
 	test_windows(cut);
+	test_v2(cut);
 	test_batching(path, cut);
 	test_oom(cut);
 

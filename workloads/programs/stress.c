@@ -4,6 +4,9 @@
  *   malloc     threads that do nothing but malloc/free
  *   fork       children that work and exit with status 7; parent checks
  *   churn      thousands of short threads created and joined
+ *   vary       0.5 s of CPU in stacks whose depth steps through 100 to 2099
+ *              frames, a new depth every ~20 us: a different deep stack in
+ *              nearly every sample at 10 kHz
  *   churnmem   1 s of wall time creating and joining 4 threads at a time
  *              that do almost nothing; prints the process's peak RSS
  *              ("VmHWM KB") from /proc/self/status
@@ -87,6 +90,19 @@ static void *tiny_thread(void *arg)
 	for (int i = 0; i < 1000; i++)
 		x += i;
 	return NULL;
+}
+
+/* Recurses to depth, then spins n iterations: the depth is the stack's shape. */
+__attribute__((noinline)) static double vary_down(int depth, long n)
+{
+	volatile int frame = depth;
+	double x = 0;
+	if (depth > 1)
+		x = vary_down(depth - 1, n);
+	else
+		for (long i = 0; i < n; i++)
+			x += (double)i * 0.5;
+	return x + frame;
 }
 
 static void *exit_thread(void *arg)
@@ -252,6 +268,12 @@ int main(int argc, char **argv)
 		for (int i = 0; i < 300; i++)
 			if (run_threads(short_thread, 8))
 				return 1;
+		return 0;
+	}
+	if (!strcmp(mode, "vary")) {
+		double end = cpu_seconds() + 0.5;
+		for (int d = 0; cpu_seconds() < end; d = (d + 1) % 2000)
+			sink += vary_down(100 + d, 10000);
 		return 0;
 	}
 	if (!strcmp(mode, "churnmem")) {
