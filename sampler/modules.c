@@ -383,6 +383,18 @@ const struct sp_mod *sp_modsnap_text(const struct sp_modsnap *s, uintptr_t addr)
 	return x ? &s->mods[x->mod] : NULL;
 }
 
+const struct sp_mod *sp_modsnap_text_near(const struct sp_modsnap *s, uintptr_t addr,
+					  const struct sp_xrange **hint)
+{
+	const struct sp_xrange *x = *hint;
+	if (!x || addr < x->lo || addr >= x->hi) {
+		x = s ? sp_find_text(s, addr) : NULL;
+		if (x)
+			*hint = x;
+	}
+	return x ? &s->mods[x->mod] : NULL;
+}
+
 /*
  * The handler's dl_iterate_phdr: no lock, no allocation, no loader.
  * Signal-safe. libunwind 1.6.2 calls it with its dwarf_callback, whose data

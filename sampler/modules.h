@@ -95,6 +95,15 @@ SP_SIGSAFE bool sp_modules_is_text(uintptr_t addr);
  */
 SP_SIGSAFE const struct sp_modsnap *sp_modules_current(void);
 SP_SIGSAFE const struct sp_mod *sp_modsnap_text(const struct sp_modsnap *s, uintptr_t addr);
+/*
+ * The same, looking first in *hint (an executable segment of s, or NULL),
+ * which it then sets to addr's segment when addr has one. A stack's
+ * neighbouring frames are mostly in one module (libtorch_cpu, libpython):
+ * one comparison instead of a binary search over every segment, whose
+ * lines a program running between samples has evicted. Signal-safe.
+ */
+SP_SIGSAFE const struct sp_mod *sp_modsnap_text_near(const struct sp_modsnap *s, uintptr_t addr,
+						     const struct sp_xrange **hint);
 
 /*
  * Brackets the handler's use of the snapshot and of the modules' unwind

@@ -81,6 +81,7 @@
 	X(sp_modules_is_text)                                                                      \
 	X(sp_modules_current)                                                                      \
 	X(sp_modsnap_text)                                                                         \
+	X(sp_modsnap_text_near)                                                                    \
 	X(sp_find_text)                                                                            \
 	X(sp_iterate_snapshot)                                                                     \
 	X(sp_unwind_signal)                                                                        \
