@@ -57,6 +57,10 @@ static int sp_count_cb(struct dl_phdr_info *info, size_t size, void *arg)
 
 struct sp_fill {
 	struct sp_modsnap *s;
+	/* the snapshot before, when no module went since: a module still
+	 * there keeps what was read of its unwind tables */
+	const struct sp_modsnap *old;
+	size_t old_i;
 	ElfW(Phdr) * phdrs;
 	char *names;
 	size_t max_mods, max_phdrs, max_names, max_x;
@@ -77,6 +81,7 @@ static int sp_fill_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	struct sp_mod *m = &s->mods[s->n_mods++];
 	memset(m, 0, sizeof(*m));
 	m->info = *info;
+	m->phdr = info->dlpi_phdr;
 	if (size < sizeof(m->info))
 		memset((char *)&m->info + size, 0, sizeof(m->info) - size);
 	memcpy(f->phdrs + f->n_phdrs, info->dlpi_phdr, info->dlpi_phnum * sizeof(ElfW(Phdr)));
@@ -103,7 +108,18 @@ static int sp_fill_cb(struct dl_phdr_info *info, size_t size, void *arg)
 		m->start = m->end = 0;
 	m->vdso = f->vdso && m->start <= f->vdso && f->vdso < m->end;
 	m->main = s->n_mods == 1 && !*name;
-	sp_cfi_table_init(info, &m->cfi);
+	/* modules keep their order (new ones come after): look from the last found */
+	const struct sp_mod *was = NULL;
+	for (size_t j = f->old_i; f->old && j < f->old->n_mods && !was; j++)
+		if (f->old->mods[j].phdr == info->dlpi_phdr &&
+		    f->old->mods[j].info.dlpi_addr == info->dlpi_addr) {
+			was = &f->old->mods[j];
+			f->old_i = j + 1;
+		}
+	if (was)
+		m->cfi = was->cfi;
+	else
+		sp_cfi_table_init(info, &m->cfi);
 	return 0;
 }
 
@@ -129,14 +145,15 @@ static void sp_snap_free(struct sp_modsnap *s)
  */
 static struct sp_modsnap *sp_snap_spare;
 
-/* len bytes of zeroed memory for a snapshot: the spare, or a new mapping. */
+/* len bytes of memory for a snapshot, its header zeroed: the spare, or a
+ * new mapping. The build writes every byte past the header it uses. */
 static void *sp_snap_mem(size_t len, size_t *map_len)
 {
 	struct sp_modsnap *s = sp_snap_spare;
 	if (s && s->map_len >= len) {
 		sp_snap_spare = NULL;
 		*map_len = s->map_len;
-		memset(s, 0, *map_len);
+		memset(s, 0, sizeof(*s));
 		return s;
 	}
 	*map_len = (len + len / 4 + 4095) & ~(size_t)4095;
@@ -171,6 +188,10 @@ static struct sp_modsnap *sp_snap_build(void)
 	    .max_x = max_x,
 	    .vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR),
 	};
+	/* an address a closed module had may hold another now: then read all again */
+	const struct sp_modsnap *old = atomic_load(&sp_snap);
+	if (old && old->subs == c.subs)
+		f.old = old;
 	f.names = (char *)(f.phdrs + max_phdrs);
 	sp_real_dl_iterate_phdr(sp_fill_cb, &f);
 	qsort(s->x, s->n_x, sizeof(s->x[0]), sp_cmp_x);

@@ -24,6 +24,7 @@
 
 struct sp_mod {
 	struct dl_phdr_info info; /* dlpi_phdr and dlpi_name point into the snapshot */
+	const void *phdr;	  /* the loader's dlpi_phdr: which loaded object this is */
 	uintptr_t start, end;	  /* lowest and highest mapped address */
 	bool vdso;
 	bool main;

@@ -89,6 +89,7 @@ struct sp_wstate {
 	size_t n_mods, cap_mods;
 	uint64_t mod_gen;
 	bool mods_listed; /* the modules there at start are recorded: later ones were dlopen'ed */
+	size_t mod_next;  /* where the next module of a walk is likely in mods */
 	uint64_t py_gen;  /* the Python status last recorded */
 	/* thread names emitted, by slot */
 	pid_t name_tid[SP_MAX_THREADS];
@@ -216,11 +217,16 @@ static void sp_module_record(const struct sp_mod *m, void *arg)
 {
 	struct sp_wstate *s = arg;
 	const char *name = m->info.dlpi_name;
-	for (size_t i = 0; i < s->n_mods; i++) {
+	/* the snapshot lists modules in the order they were recorded: look
+	 * where the last one was found first (325 modules under torch, a
+	 * rebuild for each batch of them during import) */
+	for (size_t k = 0; k < s->n_mods; k++) {
+		size_t i = (s->mod_next + k) % s->n_mods;
 		struct sp_recmod *r = &s->mods[i];
 		if (r->live && r->start == m->start && r->bias == m->info.dlpi_addr &&
 		    !strcmp(r->name, name)) {
 			r->seen = true;
+			s->mod_next = i + 1;
 			return;
 		}
 	}
@@ -237,6 +243,7 @@ static void sp_module_record(const struct sp_mod *m, void *arg)
 	if (!r->name)
 		return;
 	r->id = (uint32_t)++s->n_mods;
+	s->mod_next = s->n_mods;
 	r->start = m->start;
 	r->bias = m->info.dlpi_addr;
 	r->live = r->seen = true;
