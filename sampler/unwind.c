@@ -350,16 +350,6 @@ SP_SIGSAFE static void sp_rule(const struct sp_modsnap *s, const struct sp_mod *
  */
 #define SP_WALK_MEMO 16
 
-/*
- * How far up the stack the walk asks for lines ahead of the frame it
- * reads. Each frame's return address is a load from an address the last
- * load gave, in memory the program last touched when it made that call:
- * on torch at 100 Hz one cold miss after another, a third of the walk.
- * Prefetching the lines above lets those misses overlap (a prefetch
- * never faults; it stays below the top of the thread's stack).
- */
-#define SP_STACK_AHEAD 2048
-
 struct sp_walk_memo {
 	uintptr_t addr;
 	const struct sp_mod *m;
@@ -383,7 +373,6 @@ SP_SIGSAFE static size_t sp_unwind_cached(ucontext_t *uc, uint64_t *pcs, uint64_
 	struct sp_walk_memo memo[SP_WALK_MEMO];
 	memset(memo, 0, sizeof(memo)); /* address 0 is in no module, as the zeroed entry says */
 	const struct sp_xrange *near = NULL;
-	uintptr_t ahead = w.sp & ~(uintptr_t)63, top = t ? t->stack_hi : 0;
 	for (;;) {
 		if (n && w.ip < SP_MIN_CODE) {
 			*flags |= SP_STACK_UNWIND_ERR;
@@ -396,10 +385,6 @@ SP_SIGSAFE static size_t sp_unwind_cached(ucontext_t *uc, uint64_t *pcs, uint64_
 		if (sps)
 			sps[n] = w.sp;
 		pcs[n++] = w.ip;
-		if (ahead < w.sp) /* past the lines asked for (a large frame, a scan) */
-			ahead = w.sp & ~(uintptr_t)63;
-		for (; ahead < top && ahead < w.sp + SP_STACK_AHEAD; ahead += 64)
-			__builtin_prefetch((const void *)ahead);
 		uintptr_t addr = w.exact ? w.ip : w.ip - 1;
 		struct sp_walk_memo *me = &memo[(addr ^ addr >> 6) % SP_WALK_MEMO];
 		if (me->addr != addr) {
