@@ -32,7 +32,19 @@ struct sp_reader {
 	bool has_header;
 	uLong crc;
 	uint64_t n_records;
+	/* record bytes read, and the frames STACK_DIFF records copied from
+	 * earlier stacks: a few bytes may copy 65536 frames, so what a file can
+	 * make the reader hold is tied to its size (SP_DIFF_FRAMES_PER_BYTE) */
+	uint64_t bytes, copied;
 };
+
+/*
+ * Frames copied from a base stack that a STACK_DIFF record may cost, per
+ * byte of records read so far (plus one stack of the deepest): the
+ * sampler's torch profiles copy 3-8 a byte. A 2 KB file of records that
+ * each copy 65536 frames would otherwise hold 500 MB.
+ */
+#define SP_DIFF_FRAMES_PER_BYTE 64
 
 static void sp_set_error(struct sp_profile *p, enum sp_read_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -273,6 +285,14 @@ static bool sp_parse_record(struct sp_reader *r, uint8_t type, const uint8_t *da
 		uint64_t own = sp_cursor_uleb(&c);
 		const struct sp_prof_stack *b =
 		    base >= 1 && base <= p->n_stacks ? &p->stacks[base - 1] : NULL;
+		r->copied += keep;
+		if (r->copied > r->bytes * SP_DIFF_FRAMES_PER_BYTE + SP_MAX_DEPTH) {
+			sp_set_error(p, SP_READ_CORRUPT,
+				     "stack records copy %llu frames, more than %llu bytes of a "
+				     "profile can hold",
+				     (unsigned long long)r->copied, (unsigned long long)r->bytes);
+			return false;
+		}
 		if (c.bad || id != p->n_stacks + 1 || !b || keep > b->depth || own > len ||
 		    own + keep > SP_MAX_DEPTH) {
 			sp_set_error(p, SP_READ_CORRUPT,
@@ -538,6 +558,7 @@ static long sp_parse_records(struct sp_reader *r, const uint8_t *data, size_t le
 			r->crc = crc32(r->crc, data + off, (uInt)(head + n));
 			r->n_records++;
 		}
+		r->bytes += head + n;
 		if (!sp_parse_record(r, type, data + off + head, (size_t)n))
 			return -1;
 		off += head + (size_t)n;

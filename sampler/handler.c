@@ -161,8 +161,9 @@ void sp_handler_body(int sig, siginfo_t *si, void *uc)
 	}
 
 	uint64_t hash = sp_stack_hash(stk, depth, flags);
+	/* relaxed atomics: the writer may empty the entry (writer.c) */
 	uint64_t *known = &t->known[hash % SP_KNOWN_SLOTS];
-	bool sent = *known == hash;
+	bool sent = __atomic_load_n(known, __ATOMIC_RELAXED) == hash;
 	size_t words = SP_ENTRY_PCS + (sent ? 1 : depth);
 	uint64_t *e = sp_ring_reserve(&t->ring, words);
 	if (!e) {
@@ -178,7 +179,7 @@ void sp_handler_body(int sig, siginfo_t *si, void *uc)
 	else
 		memcpy(e + SP_ENTRY_PCS, stk, depth * sizeof(uint64_t));
 	sp_ring_commit(&t->ring, words, flags | (sent ? SP_RING_KNOWN : 0));
-	*known = hash;
+	__atomic_store_n(known, hash, __ATOMIC_RELAXED);
 	if (sp_ring_half_full(&t->ring))
 		sp_writer_poke(); /* a burst of deep stacks or new code objects */
 	if (flags & SP_STACK_UNWIND_ERR)

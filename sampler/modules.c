@@ -57,8 +57,8 @@ static int sp_count_cb(struct dl_phdr_info *info, size_t size, void *arg)
 
 struct sp_fill {
 	struct sp_modsnap *s;
-	/* the snapshot before, when no module went since: a module still
-	 * there keeps what was read of its unwind tables */
+	/* the snapshot before: a module still there keeps what was read of
+	 * its unwind tables, if no module went since */
 	const struct sp_modsnap *old;
 	size_t old_i;
 	ElfW(Phdr) * phdrs;
@@ -108,9 +108,16 @@ static int sp_fill_cb(struct dl_phdr_info *info, size_t size, void *arg)
 		m->start = m->end = 0;
 	m->vdso = f->vdso && m->start <= f->vdso && f->vdso < m->end;
 	m->main = s->n_mods == 1 && !*name;
-	/* modules keep their order (new ones come after): look from the last found */
+	/* An address a closed module had may hold another now, at the same
+	 * load address with the same program headers: reuse only when glibc's
+	 * count of closes is the old snapshot's. dlpi_subs is read here, in
+	 * this walk (glibc holds its lock through the callbacks), not in the
+	 * counting walk before it: a close and a load between the two would
+	 * go unseen. Modules keep their order (new ones come after): look
+	 * from the last found. */
 	const struct sp_mod *was = NULL;
-	for (size_t j = f->old_i; f->old && j < f->old->n_mods && !was; j++)
+	bool same = f->old && info->dlpi_subs == f->old->subs;
+	for (size_t j = f->old_i; same && j < f->old->n_mods && !was; j++)
 		if (f->old->mods[j].phdr == info->dlpi_phdr &&
 		    f->old->mods[j].info.dlpi_addr == info->dlpi_addr) {
 			was = &f->old->mods[j];
@@ -188,10 +195,7 @@ static struct sp_modsnap *sp_snap_build(void)
 	    .max_x = max_x,
 	    .vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR),
 	};
-	/* an address a closed module had may hold another now: then read all again */
-	const struct sp_modsnap *old = atomic_load(&sp_snap);
-	if (old && old->subs == c.subs)
-		f.old = old;
+	f.old = atomic_load(&sp_snap); /* sp_fill_cb decides what it may keep */
 	f.names = (char *)(f.phdrs + max_phdrs);
 	sp_real_dl_iterate_phdr(sp_fill_cb, &f);
 	qsort(s->x, s->n_x, sizeof(s->x[0]), sp_cmp_x);
@@ -307,8 +311,10 @@ void sp_modules_atfork(int phase)
 		pthread_mutex_lock(&sp_mod_lock);
 	else if (phase == 1)
 		pthread_mutex_unlock(&sp_mod_lock);
-	else
+	else {
 		pthread_mutex_init(&sp_mod_lock, NULL);
+		atomic_store(&sp_miss_gen, 0); /* the parent's poke was for its writer */
+	}
 }
 
 uint64_t sp_modules_generation(void)

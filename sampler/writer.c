@@ -485,7 +485,14 @@ static void sp_drain_slot(struct sp_wstate *s, uint32_t i, struct sp_thread *t)
 			s->samples++;
 			s->weight_ns += e[SP_ENTRY_WEIGHT];
 		} else {
-			s->lost++; /* no memory for its stack, or a stack the writer never had */
+			/* no memory for the stack, or a hash of one that had none: lost,
+			 * counted, and the thread sends the stack whole next time */
+			s->lost++;
+			uint64_t h = e[SP_ENTRY_HASH];
+			if (t->known)
+				__atomic_compare_exchange_n(&t->known[h % SP_KNOWN_SLOTS], &h, 0,
+							    false, __ATOMIC_RELAXED,
+							    __ATOMIC_RELAXED);
 		}
 		sp_ring_pop(&t->ring);
 	}
@@ -703,9 +710,9 @@ static void sp_writer_failed(struct sp_wstate *s, int err)
 
 /*
  * How long the writer sleeps between passes: 100 ms, or less where 100 ms
- * of samples could fill half a ring (each sample reserves its maximum
- * depth): a 1 MiB ring at 1 kHz holds 252 ms of the deepest samples, half
- * of it 126; at 10 kHz 13, so 20. A wake-up costs the writer 35-47 us of
+ * of the deepest samples could fill half a ring: a 1 MiB ring at 1 kHz
+ * holds 252 ms of them, half of it 126; at 10 kHz 13, so 20. It wakes
+ * sooner for a flush that falls due (STACKPROF_FLUSH_MS). A wake-up costs the writer 35-47 us of
  * CPU in this VM (a futex, a timer, two context switches) and takes a CPU
  * from the program for as long: every 20 ms, it was a third of the
  * writer's CPU on torch at 100 Hz. What can't wait pokes it instead
@@ -776,26 +783,35 @@ static void *sp_writer_main(void *arg)
 	s->tid = sp_gettid();
 	prctl(PR_SET_NAME, "stackprof-wr", 0, 0, 0);
 	pthread_mutex_lock(&sp_g.lock);
-	unsigned ms = sp_drain_ms();
-	struct timespec pause = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+	uint64_t pause_ns = (uint64_t)sp_drain_ms() * 1000000u;
+	uint64_t flush_ns = (uint64_t)sp_g.cfg.flush_ms * 1000000u;
 	uint32_t seen = atomic_load_explicit(&sp_wake_word, memory_order_acquire);
+	/* the first pass comes at once: what was poked while the writer was
+	 * parked (sp_poked still set, so nothing poked again) is served */
+	bool first = true;
 	while (!s->stop) {
+		/* the pause, or less when a flush falls due sooner */
+		uint64_t now = sp_now_ns(), wait = pause_ns;
+		if (s->last_flush_ns + flush_ns < now + wait)
+			wait = s->last_flush_ns + flush_ns > now ? s->last_flush_ns + flush_ns - now
+								 : 0;
 		/* a request made since seen was read has changed the word: no sleep */
-		if (!s->flush_requested) {
+		if (!s->flush_requested && !first && wait) {
+			struct timespec ts = {.tv_sec = (time_t)(wait / 1000000000u),
+					      .tv_nsec = (long)(wait % 1000000000u)};
 			pthread_mutex_unlock(&sp_g.lock);
-			syscall(SYS_futex, &sp_wake_word, FUTEX_WAIT_PRIVATE, seen, &pause, NULL,
-				0);
+			syscall(SYS_futex, &sp_wake_word, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
 			pthread_mutex_lock(&sp_g.lock);
 		}
+		first = false;
+		if (s->stop)
+			break; /* parked: the next writer's first pass serves any poke */
 		/* a poke before these two is served by the pass below; one after
 		 * them changes the word again */
 		seen = atomic_load_explicit(&sp_wake_word, memory_order_acquire);
 		atomic_store_explicit(&sp_poked, 0, memory_order_release);
 		atomic_store_explicit(&sp_dead_pending, 0, memory_order_relaxed);
-		if (s->stop)
-			break;
-		if (s->flush_requested ||
-		    sp_now_ns() - s->last_flush_ns >= (uint64_t)sp_g.cfg.flush_ms * 1000000u) {
+		if (s->flush_requested || sp_now_ns() - s->last_flush_ns >= flush_ns) {
 			uint64_t seq = s->flush_seq;
 			sp_flush(s, s->exec_flush ? SP_STATS_EXEC : 0, !s->flush_requested);
 			s->flush_requested = false;

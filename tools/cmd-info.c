@@ -88,7 +88,8 @@ static void sp_info_print(FILE *f, const char *path, const struct sp_profile *p,
 	fprintf(f, "samples:     %llu (%s of CPU), %zu unique stacks\n",
 		(unsigned long long)s.samples, cpu, p->n_stacks);
 	const struct sp_prof_stats *st = &p->stats;
-	fprintf(f, "drops:       %llu (sample buffer full)\n", (unsigned long long)st->drops);
+	fprintf(f, "drops:       %llu (sample buffer full, or no memory for a stack)\n",
+		(unsigned long long)st->drops);
 	fprintf(f, "unwind errs: %llu (%.2f%% of samples)\n", (unsigned long long)st->unwind_errors,
 		100.0 * s.unwind_err_fraction);
 	fprintf(f, "truncated:   %llu (deeper than %u frames)\n", (unsigned long long)st->truncated,

@@ -64,6 +64,15 @@ say "a busy run of ${d} s: $n flushes"
 check "a busy program still flushes every 200 ms (at least 70% of them)" \
 	awk -v n="$n" -v d="$d" 'BEGIN { exit !(n >= 0.7 * d / 0.2) }'
 
+# a flush interval under the writer's pause (100 ms): the writer wakes
+# for each flush as it falls due (at a pass every 100 ms, 10 a second)
+"$SP" run --no-summary --flush-ms 40 -o fast.prof -- "$BIN/recurse" 150 1 >/dev/null
+n=$(flushes fast.prof)
+d=$(duration fast.prof)
+say "a busy run of ${d} s with --flush-ms 40: $n flushes"
+check "--flush-ms 40: a flush every 40 ms (at least 70% of them)" \
+	awk -v n="$n" -v d="$d" 'BEGIN { exit !(n >= 0.7 * d / 0.04) }'
+
 # killed in its sleep: the last stats written at most 2 s before
 "$SP" run --no-summary -o killed.prof -- sleep 30 &
 runner=$!

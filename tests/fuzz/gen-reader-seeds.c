@@ -335,6 +335,22 @@ int main(int argc, char **argv)
 	ok(sp_prof_writer_stats(w.w, &sv), "stats");
 	finish(&w, "v2-records", 1, 1);
 
+	/* a few bytes each that copy a deep stack again and again: refused
+	 * once they copy more frames than the file's size can hold */
+	begin(&w, "/usr/bin/seed");
+	{
+		static uint64_t deep[4096];
+		for (size_t i = 0; i < 4096; i++)
+			deep[i] = 0x400000 + i * 4;
+		struct sp_prof_stack sb = {.id = 1, .depth = 4096, .pcs = deep};
+		ok(sp_prof_writer_stack(w.w, &sb), "stack");
+		for (uint32_t i = 2; i < 402; i++) {
+			struct sp_prof_stack sd = {.id = i, .depth = 4096, .pcs = deep};
+			ok(sp_prof_writer_stack_diff(w.w, &sd, i - 1, 4096), "stack_diff");
+		}
+	}
+	finish(&w, "v2-diff-bomb", 1, 0);
+
 	/* killed: flushed twice, never closed */
 	begin(&w, "/usr/bin/seed");
 	struct sp_prof_thread tk = {.tid = 7, .name = (char *)"killed"};

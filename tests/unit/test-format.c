@@ -361,6 +361,21 @@ static void diff_deep(struct sp_prof_writer *w)
 	CHECK(sp_prof_writer_samples(w, -3, 1000000, x, 4) == 0);
 }
 
+/* 3,000 records of 8 bytes that each copy the 1,000 frames of stack 1:
+ * 3 million frames from 25 KB, which the reader refuses to hold */
+static void diff_bomb(struct sp_prof_writer *w)
+{
+	static uint64_t pcs[1000];
+	for (size_t i = 0; i < 1000; i++)
+		pcs[i] = 0x400000 + i;
+	struct sp_prof_stack s = {.id = 1, .depth = 1000, .pcs = pcs};
+	CHECK(sp_prof_writer_stack(w, &s) == 0);
+	for (uint32_t i = 2; i < 3002; i++) {
+		struct sp_prof_stack d = {.id = i, .depth = 1000, .pcs = pcs};
+		CHECK(sp_prof_writer_stack_diff(w, &d, 1, 1000) == 0);
+	}
+}
+
 static void samples_unknown_stack(struct sp_prof_writer *w)
 {
 	stack1(w);
@@ -394,9 +409,9 @@ static void test_v2(const char *path)
 		sp_profile_free(p);
 	}
 	void (*bad[])(struct sp_prof_writer *) = {diff_unknown_base, diff_keeps_too_much,
-						  samples_unknown_stack};
-	const char *why[] = {"bad stack record", "bad stack record", "unknown stack"};
-	for (size_t i = 0; i < 3; i++) {
+						  samples_unknown_stack, diff_bomb};
+	const char *why[] = {"bad stack record", "bad stack record", "unknown stack", "more than"};
+	for (size_t i = 0; i < 4; i++) {
 		make_v(path, 2, bad[i]);
 		p = sp_profile_read(path, err, sizeof(err));
 		CHECK(p != NULL);
