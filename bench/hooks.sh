@@ -19,6 +19,9 @@
 # labelled (ResNet18 at the first batch size, and the Identity Sequential)
 # with and without another module labelled (an nn.Linear that never runs).
 # Without the preload label_modules registers nothing, so costs nothing.
+# The "busy thread" row times ResNet18 at the first batch size while a
+# second Python thread spins all along, so the GIL is contended: a call
+# into the sampler that let the GIL go would wait for it back each time.
 #
 # usage: bench/hooks.sh [BUILD_DIR] [-r ROUNDS] [-k ITERS] [-b "1 8"]
 #   BUILD_DIR   a stackprof build (default ./build)
@@ -55,6 +58,7 @@ bench_tmpdir
 
 cat >"$BENCH_TMP/hooks.py" <<'EOF'
 import sys
+import threading
 import time
 
 import torch
@@ -106,6 +110,20 @@ with torch.no_grad():
     rounds_of("round")
     if first:
         rounds_of("oround", bystander)
+        # the same with a second Python thread busy all along: the GIL is
+        # contended, so any call that let it go would wait for it back
+        busy = [True]
+
+        def spin():
+            n = 0
+            while busy[0]:
+                n += 1
+
+        spinner = threading.Thread(target=spin, daemon=True)
+        spinner.start()
+        rounds_of("cround")
+        busy[0] = False
+        spinner.join()
 
     # the hooks alone: 76 module calls that do nothing
     if first:
@@ -129,12 +147,12 @@ report() {
 	dcpu=$(awk -v k="$3" -v n="$calls" '$1 == k { print ($3 - $2) / n * 1e6 }' "$4")
 	dwall=$(awk -v k="$3" -v n="$calls" '$1 == k { print ($5 - $4) / n * 1e6 }' "$4")
 	off=$(awk -v k="$3" '$1 == k { print $2 * 1e3 }' "$4")
-	printf '%11s %6s %7s  %-24s %-24s %s us, %s us (%s ms/iter without)\n' "$1" "$calls" "$rounds" \
+	printf '%13s %6s %7s  %-24s %-24s %s us, %s us (%s ms/iter without)\n' "$1" "$calls" "$rounds" \
 		"$(fmt %.4f "$(median $cpu)") $(iqr $cpu)" "$(fmt %.4f "$(median $wall)") $(iqr $wall)" \
 		"$(fmt %.2f "$(median $dcpu)")" "$(fmt %.2f "$(median $dwall)")" "$(fmt %.3f "$(median $off)")"
 }
 
-printf '%11s %6s %7s  %-24s %-24s %s\n' batch calls rounds "CPU with/without (IQR)" "wall with/without (IQR)" "per module call (CPU, wall)"
+printf '%13s %6s %7s  %-24s %-24s %s\n' batch calls rounds "CPU with/without (IQR)" "wall with/without (IQR)" "per module call (CPU, wall)"
 for b in $batches; do
 	k=${iters:-$([ "$b" -le 1 ] && echo 6 || echo 2)}
 	out="$BENCH_TMP/b$b.txt"
@@ -149,5 +167,6 @@ for b in $batches; do
 done
 report identity idcalls idround "$id_out"
 report "bystander $first_b" calls oround "$id_out"
+report "busy thread $first_b" calls cround "$id_out"
 report "bystander id" idcalls oidround "$id_out"
 echo "command: $cmdline"

@@ -49,8 +49,15 @@ _RANGE_MODULE = 0x1
 
 def _bind():
     """The preloaded library's stackprof_* functions, or None without it."""
+    # Two handles on the global scope, where LD_PRELOAD'ed objects are. A
+    # CDLL call lets go of the GIL for its duration, and getting it back
+    # waits for any busy thread's switch interval (5 ms): two per module
+    # call under label_modules. So every call that returns at once goes
+    # through PyDLL, which keeps the GIL; only flush, which waits for the
+    # writer, lets it go.
     try:
-        lib = ctypes.CDLL(None)  # the global scope: LD_PRELOAD'ed objects are in it
+        lib = ctypes.PyDLL(None)
+        waits = ctypes.CDLL(None)
         is_active = lib.stackprof_active
     except (OSError, AttributeError):
         return None
@@ -59,8 +66,8 @@ def _bind():
     if not is_active():
         return None  # loaded, but the sampler did not start (see its stderr)
 
-    def fn(name, restype, *argtypes):
-        f = getattr(lib, name, None)
+    def fn(name, restype, *argtypes, dll=lib):
+        f = getattr(dll, name, None)
         if f is not None:
             f.argtypes = list(argtypes)
             f.restype = restype
@@ -70,7 +77,7 @@ def _bind():
     c = {
         "start": fn("stackprof_start", None),
         "stop": fn("stackprof_stop", None),
-        "flush": fn("stackprof_flush", None),
+        "flush": fn("stackprof_flush", None, dll=waits),
         "push": fn("stackprof_range_push", c_int, ctypes.c_char_p),
         "push_flags": fn("stackprof_range_push_flags", c_int, ctypes.c_char_p, c_uint),
         "push_python": fn("stackprof_range_push_python", c_int, ctypes.c_char_p, c_uint, c_uint),

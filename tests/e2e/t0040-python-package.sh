@@ -9,6 +9,8 @@
 #   torch is needed), and in the profile the ranges are frames where they
 #   were opened (inside the with statement's frame, inside the __call__
 #   that ran the hooks), and the profile() block is a window;
+# - every call but flush keeps the GIL: ctypes' CDLL would hand it to any
+#   busy thread on each range push and pop;
 # - `pip install ./python` works offline.
 . "$(dirname "$0")/lib.sh"
 need_pythons
@@ -137,6 +139,43 @@ except ValueError:
     pass
 flaky(1)
 expect(seen == ([2] if present else [None]), "after a failed call, the next nests from 0: %r" % seen)
+
+# Every call but flush keeps the GIL. A call that lets it go hands it to a
+# thread that wants it, and getting it back waits out a switch interval:
+# two waits per module call under label_modules. With a long interval and
+# the GIL just taken back (after the sleep), a busy thread runs in the
+# block below only if a call lets the GIL go.
+import threading
+
+spins, going = [0], [True]
+
+
+def spin():
+    while going[0]:
+        spins[0] += 1
+
+
+lab = splib.FakeModule(lambda m: m.leaf(), leaf=splib.FakeModule(lambda m: None))
+h = stackprof.torch.label_modules(lab)
+sys.setswitchinterval(0.2)
+spinner = threading.Thread(target=spin)
+spinner.start()
+import time
+
+time.sleep(0.01)
+before = spins[0]
+for _ in range(3):
+    with stackprof.record_function("GIL"):
+        lab()
+    stackprof.step()
+    stackprof.stop()
+    stackprof.start()
+during = spins[0] - before
+going[0] = False
+spinner.join()
+h.remove()
+sys.setswitchinterval(0.005)
+expect(during == 0, "a busy thread ran %d times between calls that keep the GIL" % during)
 
 # sampled: the ranges become frames where they were opened, in the window
 with stackprof.profile():
