@@ -137,8 +137,12 @@ void sp_handler_body(int sig, siginfo_t *si, void *uc)
 	enum sp_unwind_mode mode = sp_g.cfg.unwind;
 	sp_in_unwind = 1;
 	sp_fd_libunwind(1);
+	/* pcs still holds the thread's previous stack, which this one mostly repeats */
+	if (mode != SP_UNWIND_LIBUNWIND)
+		sp_unwind_prefetch(pcs, t->walked < max ? t->walked : max);
 	size_t depth = sp_unwind_signal(uc, pcs, py_pcs ? sp_pystack_sps(t) : NULL, max, &flags,
 					mode == SP_UNWIND_LIBUNWIND, &cnt);
+	t->walked = (uint32_t)depth;
 	if (mode == SP_UNWIND_CHECK && t->check_pcs) {
 		struct sp_unwind_count ref = {0, 0, 0};
 		uint32_t ref_flags = 0;

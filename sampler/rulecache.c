@@ -82,6 +82,12 @@ uint64_t sp_rulecache_get(uintptr_t addr, uint32_t epoch)
 	return 0;
 }
 
+void sp_rulecache_prefetch(uintptr_t addr, uint32_t epoch)
+{
+	if (sp_rc && !(addr & ~SP_RC_ADDR_MASK))
+		__builtin_prefetch(&sp_rc[sp_rc_hash(sp_rc_key(addr, epoch))]);
+}
+
 void sp_rulecache_put(uintptr_t addr, uint32_t epoch, uint64_t rule)
 {
 	if (!sp_rc || !addr || addr & ~SP_RC_ADDR_MASK || !rule)

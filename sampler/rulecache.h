@@ -29,6 +29,13 @@ int sp_rulecache_init(void);
  */
 SP_SIGSAFE uint64_t sp_rulecache_get(uintptr_t addr, uint32_t epoch);
 
+/*
+ * Starts loading the slot where addr's rule for epoch would be, so that a
+ * later sp_rulecache_get finds it in the cache. Never faults; does nothing
+ * else. Signal-safe.
+ */
+SP_SIGSAFE void sp_rulecache_prefetch(uintptr_t addr, uint32_t epoch);
+
 /* Caches rule (non-zero) for addr in epoch, if a slot is free. Signal-safe, lock-free. */
 SP_SIGSAFE void sp_rulecache_put(uintptr_t addr, uint32_t epoch, uint64_t rule);
 

@@ -87,6 +87,7 @@ struct sp_thread {
 	 * in one mapping kept with the slot (handler.h) */
 	uint64_t *stk;
 	uint64_t *known;
+	uint32_t walked;   /* the native depth of the previous walk (sp_unwind_prefetch) */
 	uint8_t *sigstack; /* the handler's own stack (sigstack.h), kept with the slot */
 	/* Python frames (pystack.h): the handler's scratch, kept with the
 	 * slot, and the frames it could not read */

@@ -86,6 +86,7 @@
 	X(sp_iterate_snapshot)                                                                     \
 	X(sp_unwind_signal)                                                                        \
 	X(sp_unwind_cached)                                                                        \
+	X(sp_unwind_prefetch)                                                                      \
 	X(sp_unwind_libunwind)                                                                     \
 	X(sp_scan)                                                                                 \
 	X(sp_scan_restart)                                                                         \
@@ -95,6 +96,7 @@
 	X(sp_stack_word)                                                                           \
 	X(sp_rule)                                                                                 \
 	X(sp_rulecache_get)                                                                        \
+	X(sp_rulecache_prefetch)                                                                   \
 	X(sp_rulecache_put)                                                                        \
 	X(sp_cfi_find)                                                                             \
 	X(sp_cfi_pack)                                                                             \

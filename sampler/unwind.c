@@ -441,6 +441,15 @@ SP_SIGSAFE static size_t sp_unwind_cached(ucontext_t *uc, uint64_t *pcs, uint64_
 	return n;
 }
 
+void sp_unwind_prefetch(const uint64_t *pcs, size_t n)
+{
+	const struct sp_modsnap *snap = sp_modules_current();
+	if (!snap)
+		return;
+	for (size_t i = 1; i < n; i++)
+		sp_rulecache_prefetch((uintptr_t)pcs[i] - 1, snap->epoch);
+}
+
 size_t sp_unwind_signal(void *ucv, uint64_t *pcs, uint64_t *sps, size_t max, uint32_t *flags,
 			bool reference, struct sp_unwind_count *cnt)
 {

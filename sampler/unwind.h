@@ -45,6 +45,15 @@ struct sp_unwind_count {
 };
 
 /*
+ * Starts loading the cached rule of each return address in pcs[1..n), a
+ * stack a previous sp_unwind_signal left. A thread's samples share most
+ * of their frames, and at 100 Hz the program has evicted those rules
+ * between two samples: the walk met them one after another, each a wait
+ * on memory; loads started here overlap. Never faults. Signal-safe.
+ */
+SP_SIGSAFE void sp_unwind_prefetch(const uint64_t *pcs, size_t n);
+
+/*
  * Walks the stack of the interrupted context uc (the handler's third
  * argument) into pcs: pcs[0] is the interrupted PC, then return addresses,
  * at most max; sps, if not NULL, gets each frame's stack pointer (the
