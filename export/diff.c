@@ -77,9 +77,9 @@ int sp_diff_write(const struct sp_model *base, const struct sp_model *cur,
 	size_t n = 0, counts[5] = {0};
 	char t1[SP_TEXTFMT_LEN], t2[SP_TEXTFMT_LEN], t3[SP_TEXTFMT_LEN], p[SP_TEXTFMT_LEN];
 	memset(&rn, 0, sizeof(rn));
-	int err = sp_rollup_build(&rb, base, o->by);
+	int err = sp_rollup_build(&rb, base, o->by, false);
 	if (!err)
-		err = sp_rollup_build(&rn, cur, o->by);
+		err = sp_rollup_build(&rn, cur, o->by, false);
 	if (err)
 		goto out;
 	err = -ENOMEM;

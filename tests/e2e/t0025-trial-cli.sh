@@ -3,10 +3,14 @@
 # fixtures (tests/export/fixtures):
 #   the docs and --help show the text each command prints: folded stacks
 #   write a frame's spaces as '_' (file(line):_func, [no_operator]), the
-#   tables, top and the SVG keep them ([no operator]).
+#   tables, top and the SVG keep them ([no operator]);
+#   top takes --per-thread as the other views do, with a row per thread and
+#   function.
 . "$(dirname "$0")/lib.sh"
 FIX="$SP_SOURCE_DIR/tests/export/fixtures"
 OPS="$FIX/ops-base.prof"
+P="$FIX/base.prof"
+N="$FIX/new.prof"
 
 # --- [no operator]: each command's --help names it as that command prints it
 "$SP" collapse --ops "$OPS" >ops.folded 2>/dev/null
@@ -35,4 +39,37 @@ shape='^[^ ;]+\([0-9]+\):_[^ ;]+$' # file(line):_qualname, the space made '_'
 check "collapse --frame pytorch prints Python frames as file(line):_qualname" \
 	grep -qE "$shape" py.frames
 check "README's example has that shape" grep -qE "$shape" <<<"$example"
+
+# --- --per-thread: every view that reads stacks takes it
+for cmd in collapse flamegraph top "export --format speedscope"; do
+	"$SP" $cmd --per-thread "$P" >/dev/null 2>err
+	check "$cmd --per-thread: exit 0" [ $? -eq 0 ]
+done
+"$SP" diff --per-thread "$P" "$N" >/dev/null 2>err
+check "diff --per-thread: exit 0" [ $? -eq 0 ]
+
+# top --per-thread: a row per (thread, function), a Thread column; the
+# threads' rows of a function add up to its row without --per-thread
+"$SP" top --row-limit 0 "$P" >all.top 2>/dev/null
+"$SP" top --row-limit 0 --per-thread "$P" >thr.top 2>/dev/null
+check "top --per-thread: a Thread column before Name" \
+	grep -qE '^ +Self +Self % +Total +Total % +Samples  Thread +Name$' thr.top
+check "top --per-thread: gemm_kernel is a row in each of its two threads" \
+	bash -c "[ \$(grep -c 'gemm_kernel<float, 8>' thr.top) -eq 2 ] &&
+		grep -q '  worker pool-1001  gemm_kernel<' thr.top && grep -q '  resnet18-1000 *gemm_kernel<' thr.top"
+check "top --per-thread: the thread roots are no rows" \
+	bash -c "! grep -qE '  (resnet18-1000|worker pool-1001|1002)\$' thr.top"
+# samples per name (column 5; names from the heading's Name column on)
+sum_samples() {
+	awk 'NR == 2 { start = index($0, "Name") }
+		NR > 2 { n[substr($0, start)] += $5 } END { for (k in n) print k "|" n[k] }' "$1" | sort
+}
+sum_samples all.top >all.sum
+sum_samples thr.top >thr.sum
+check "top --per-thread: each function's samples over its threads add up to its row" \
+	bash -c "[ -s all.sum ] && cmp -s all.sum thr.sum"
+"$SP" top --per-thread --thread 'worker pool' "$P" >one.top 2>/dev/null
+check "top --per-thread --thread: only that thread's rows" \
+	bash -c "awk 'NR > 2' one.top | grep -q . && ! awk 'NR > 2' one.top | grep -v '  worker pool-1001  '"
+
 finish
