@@ -99,6 +99,8 @@ int sp_diff_write(const struct sp_model *base, const struct sp_model *cur,
 			int64_t bi = side ? sp_rollup_find(&rb, name) : (int64_t)i;
 			if (side && bi >= 0)
 				continue;
+			if (o->name_re && regexec(o->name_re, name, 0, NULL, 0) != 0)
+				continue;
 			int64_t ni = side ? (int64_t)i : sp_rollup_find(&rn, name);
 			const struct sp_rollup_row *b = bi >= 0 ? &rb.rows[bi] : NULL;
 			const struct sp_rollup_row *c = ni >= 0 ? &rn.rows[ni] : NULL;
@@ -139,6 +141,8 @@ int sp_diff_write(const struct sp_model *base, const struct sp_model *cur,
 					    "by base time", "by new time", "by name"};
 	fprintf(out, "\ncomparing %s time per %s, %s", o->total ? "total" : "self",
 		sp_rollup_by_noun(o->by, false), order[o->sort]);
+	if (o->name_re)
+		fprintf(out, "; names matching '%s' only", o->name_pattern ? o->name_pattern : "");
 	if (o->threshold_pct > 0)
 		fprintf(out, "; changes within %.2f%% of the base total are unchanged",
 			o->threshold_pct);

@@ -5,7 +5,7 @@
 #   write a frame's spaces as '_' (file(line):_func, [no_operator]), the
 #   tables, top and the SVG keep them ([no operator]);
 #   top takes --per-thread as the other views do, with a row per thread and
-#   function.
+#   function; diff takes top's --name.
 . "$(dirname "$0")/lib.sh"
 FIX="$SP_SOURCE_DIR/tests/export/fixtures"
 OPS="$FIX/ops-base.prof"
@@ -72,4 +72,14 @@ check "top --per-thread: each function's samples over its threads add up to its 
 check "top --per-thread --thread: only that thread's rows" \
 	bash -c "awk 'NR > 2' one.top | grep -q . && ! awk 'NR > 2' one.top | grep -v '  worker pool-1001  '"
 
+# --- diff --name: top's filter, on the compared rows and the closing counts
+"$SP" diff "$P" "$N" >d.all 2>/dev/null
+"$SP" diff --name '^(gemm|relu)' "$P" "$N" >d.name 2>/dev/null
+check "diff --name: exit 0" [ $? -eq 0 ]
+check "diff --name: the heading says which names" grep -q "; names matching '^(gemm|relu)' only\$" d.name
+check "diff --name: the rows are diff's rows whose names match" \
+	bash -c "cmp -s <(awk -F'  +' '\$NF ~ /^(gemm|relu)/' d.all) <(awk -F'  +' 'NR > 5 && NF > 7' d.name)"
+check "diff --name: the summary counts those rows" grep -qx 'added 0, removed 1, increased 1, decreased 0, unchanged 0' d.name
+"$SP" diff --collapsed --name gemm "$P" "$N" >/dev/null 2>err
+check "diff --collapsed --name: a usage error" bash -c "[ $? -eq 2 ] && grep -q -- '--name selects rows' err"
 finish
