@@ -77,9 +77,9 @@ int sp_diff_write(const struct sp_model *base, const struct sp_model *cur,
 	size_t n = 0, counts[5] = {0};
 	char t1[SP_TEXTFMT_LEN], t2[SP_TEXTFMT_LEN], t3[SP_TEXTFMT_LEN], p[SP_TEXTFMT_LEN];
 	memset(&rn, 0, sizeof(rn));
-	int err = sp_rollup_build(&rb, base, o->by);
+	int err = sp_rollup_build(&rb, base, o->by, false);
 	if (!err)
-		err = sp_rollup_build(&rn, cur, o->by);
+		err = sp_rollup_build(&rn, cur, o->by, false);
 	if (err)
 		goto out;
 	err = -ENOMEM;
@@ -98,6 +98,8 @@ int sp_diff_write(const struct sp_model *base, const struct sp_model *cur,
 			const char *name = r->rows[i].name;
 			int64_t bi = side ? sp_rollup_find(&rb, name) : (int64_t)i;
 			if (side && bi >= 0)
+				continue;
+			if (o->name_re && regexec(o->name_re, name, 0, NULL, 0) != 0)
 				continue;
 			int64_t ni = side ? (int64_t)i : sp_rollup_find(&rn, name);
 			const struct sp_rollup_row *b = bi >= 0 ? &rb.rows[bi] : NULL;
@@ -139,6 +141,8 @@ int sp_diff_write(const struct sp_model *base, const struct sp_model *cur,
 					    "by base time", "by new time", "by name"};
 	fprintf(out, "\ncomparing %s time per %s, %s", o->total ? "total" : "self",
 		sp_rollup_by_noun(o->by, false), order[o->sort]);
+	if (o->name_re)
+		fprintf(out, "; names matching '%s' only", o->name_pattern ? o->name_pattern : "");
 	if (o->threshold_pct > 0)
 		fprintf(out, "; changes within %.2f%% of the base total are unchanged",
 			o->threshold_pct);

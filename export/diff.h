@@ -9,11 +9,14 @@
  * in the compared metric decides, and a change no larger
  * than the threshold counts as unchanged (sampling noise). With normalize,
  * the new profile's times and counts are scaled to the base's total, so that
- * a longer run does not make everything look slower. Not async-signal-safe.
+ * a longer run does not make everything look slower. With a name filter,
+ * only the names it matches are rows, and counted in the closing line.
+ * Not async-signal-safe.
  */
 #ifndef SP_EXPORT_DIFF_H
 #define SP_EXPORT_DIFF_H
 
+#include <regex.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -35,9 +38,11 @@ struct sp_diff_opts {
 	bool total; /* compare total time instead of self time */
 	enum sp_diff_sort sort;
 	bool normalize;
-	double threshold_pct;  /* |delta| <= this % of the base total: unchanged */
-	size_t limit;	       /* rows to print; 0 for all */
-	const char *base_name; /* shown in the heading */
+	double threshold_pct;	  /* |delta| <= this % of the base total: unchanged */
+	size_t limit;		  /* rows to print; 0 for all */
+	const regex_t *name_re;	  /* keep names matching this, or NULL (top's --name) */
+	const char *name_pattern; /* its text, for the heading */
+	const char *base_name;	  /* shown in the heading */
 	const char *new_name;
 };
 

@@ -1,4 +1,5 @@
 #include "export/rollup.h"
+#include "format/buf.h"
 #include "export/label.h"
 #include "export/view.h"
 
@@ -109,11 +110,51 @@ static int64_t sp_row_of(struct sp_rollup *r, const char *name, size_t *cap, siz
 	return id;
 }
 
-int sp_rollup_build(struct sp_rollup *r, const struct sp_model *m, enum sp_rollup_by by)
+/*
+ * The row key of key in a per-thread rollup: "<thread label id in hex>:key",
+ * in b, NUL-terminated; key itself otherwise. NULL on ENOMEM.
+ */
+static const char *sp_thread_key(struct sp_buf *b, int64_t thread, const char *key)
+{
+	if (thread < 0)
+		return key;
+	char id[24];
+	int n = snprintf(id, sizeof(id), "%llx:", (unsigned long long)thread);
+	sp_buf_reset(b);
+	sp_buf_put_bytes(b, id, (size_t)n);
+	sp_buf_put_bytes(b, key, strlen(key) + 1);
+	return b->oom ? NULL : (const char *)b->data;
+}
+
+/* Adds a sample's weight to the row of key: self if self, total once per stack i. */
+static int sp_count(struct sp_rollup *r, const char *key, const struct sp_mstack *s, size_t i,
+		    bool self, size_t *cap, size_t **stamp)
+{
+	if (!key)
+		return -ENOMEM;
+	int64_t id = sp_row_of(r, key, cap, stamp);
+	if (id < 0)
+		return (int)id;
+	struct sp_rollup_row *row = &r->rows[id];
+	if (self) {
+		row->self_ns += s->weight_ns;
+		row->self_samples += s->samples;
+	}
+	if ((*stamp)[id] != i + 1) {
+		(*stamp)[id] = i + 1;
+		row->total_ns += s->weight_ns;
+		row->total_samples += s->samples;
+	}
+	return 0;
+}
+
+int sp_rollup_build(struct sp_rollup *r, const struct sp_model *m, enum sp_rollup_by by,
+		    bool per_thread)
 {
 	size_t cap = 0;
 	size_t *stamp = NULL; /* per row: the last stack counted in total, + 1 */
 	char tmp[512];
+	struct sp_buf kb;
 	int err = -ENOMEM;
 	if (by == SP_ROLLUP_OP || by == SP_ROLLUP_MODULE_PATH) {
 		/* the view's frames are the keys: a function rollup of the view */
@@ -123,16 +164,20 @@ int sp_rollup_build(struct sp_rollup *r, const struct sp_model *m, enum sp_rollu
 			memset(r, 0, sizeof(*r));
 			return -ENOMEM;
 		}
-		err = sp_rollup_build(r, sp_view_model(v), SP_ROLLUP_FUNCTION);
+		err = sp_rollup_build(r, sp_view_model(v), SP_ROLLUP_FUNCTION, per_thread);
 		sp_view_free(v);
 		return err;
 	}
 	memset(r, 0, sizeof(*r));
+	sp_buf_init(&kb);
 	r->names_ = sp_labels_new(NULL);
-	if (!r->names_)
-		return -ENOMEM;
+	r->threads_ = sp_labels_new(NULL);
+	if (!r->names_ || !r->threads_)
+		goto out;
 	r->total_ns = m->total_weight_ns;
 	r->total_samples = m->total_samples;
+	/* by thread, the rows are threads already */
+	per_thread = per_thread && by != SP_ROLLUP_THREAD;
 
 	if (by == SP_ROLLUP_THREAD) {
 		for (size_t i = 0; i < m->n_threads; i++) {
@@ -154,43 +199,50 @@ int sp_rollup_build(struct sp_rollup *r, const struct sp_model *m, enum sp_rollu
 			const struct sp_mstack *s = &m->stacks[i];
 			if (!s->samples)
 				continue;
+			/* per thread: the root thread frame names the rows, and is none */
+			int64_t thread = -1;
+			uint32_t first = 0;
+			if (per_thread) {
+				const struct sp_mframe *root =
+				    s->n ? &m->frames[s->frames[0]] : NULL;
+				bool rooted = root && root->kind == SP_MFRAME_THREAD;
+				const char *label = rooted ? root->func : "[no thread]";
+				thread = sp_labels_intern(r->threads_, label, strlen(label));
+				if (thread < 0)
+					goto out;
+				first = rooted;
+			}
 			bool self_given = false;
-			for (uint32_t p = s->n; p-- > 0;) {
+			for (uint32_t p = s->n; p-- > first;) {
 				const struct sp_mframe *f = &m->frames[s->frames[p]];
 				const char *key = sp_key(f, by, tmp, sizeof(tmp));
 				if (!key)
 					continue;
-				int64_t id = sp_row_of(r, key, &cap, &stamp);
-				if (id < 0)
+				bool self = p == s->n - 1 || (innermost && !self_given);
+				if (sp_count(r, sp_thread_key(&kb, thread, key), s, i, self, &cap,
+					     &stamp))
 					goto out;
-				struct sp_rollup_row *row = &r->rows[id];
-				if (p == s->n - 1 || (innermost && !self_given)) {
-					row->self_ns += s->weight_ns;
-					row->self_samples += s->samples;
-				}
 				self_given = true;
-				if (stamp[id] != i + 1) {
-					stamp[id] = i + 1;
-					row->total_ns += s->weight_ns;
-					row->total_samples += s->samples;
-				}
 			}
-			if (innermost && !self_given) {
-				int64_t id = sp_row_of(r, "[no Python frame]", &cap, &stamp);
-				if (id < 0)
-					goto out;
-				struct sp_rollup_row *row = &r->rows[id];
-				row->self_ns += s->weight_ns;
-				row->total_ns += s->weight_ns;
-				row->self_samples += s->samples;
-				row->total_samples += s->samples;
-			}
+			if (innermost && !self_given &&
+			    sp_count(r, sp_thread_key(&kb, thread, "[no Python frame]"), s, i, true,
+				     &cap, &stamp))
+				goto out;
 		}
 	}
-	for (size_t i = 0; i < r->n_rows; i++)
-		r->rows[i].name = sp_labels_text(r->names_, (uint32_t)i);
+	for (size_t i = 0; i < r->n_rows; i++) {
+		const char *name = sp_labels_text(r->names_, (uint32_t)i);
+		if (per_thread) {
+			char *end;
+			unsigned long t = strtoul(name, &end, 16);
+			r->rows[i].thread = sp_labels_text(r->threads_, (uint32_t)t);
+			name = end + 1;
+		}
+		r->rows[i].name = name;
+	}
 	err = 0;
 out:
+	sp_buf_release(&kb);
 	free(stamp);
 	return err;
 }
@@ -199,6 +251,7 @@ void sp_rollup_release(struct sp_rollup *r)
 {
 	free(r->rows);
 	sp_labels_free(r->names_);
+	sp_labels_free(r->threads_);
 	memset(r, 0, sizeof(*r));
 }
 

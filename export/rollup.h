@@ -35,7 +35,8 @@ enum sp_rollup_by {
 };
 
 struct sp_rollup_row {
-	const char *name; /* borrowed from the model, or owned by the rollup */
+	const char *name;   /* owned by the rollup */
+	const char *thread; /* per thread: the thread's "name-tid" (owned), else NULL */
 	uint64_t self_ns, total_ns;
 	uint64_t self_samples, total_samples;
 };
@@ -44,7 +45,8 @@ struct sp_rollup {
 	struct sp_rollup_row *rows; /* in first-seen order */
 	size_t n_rows;
 	uint64_t total_ns, total_samples;
-	struct sp_labels *names_; /* private: interned key strings */
+	struct sp_labels *names_;   /* private: interned row keys */
+	struct sp_labels *threads_; /* private: interned thread labels */
 };
 
 /* The key's noun, plural ("functions", "operators") or singular ("function"). */
@@ -58,12 +60,18 @@ int sp_rollup_by_parse(const char *s, enum sp_rollup_by *out);
 #define SP_ROLLUP_KEYS                                                                             \
 	"function, file, line, module, thread, op, module-path, python or python-line"
 
-/* Fills r from m. 0 or -ENOMEM; release r either way. */
-int sp_rollup_build(struct sp_rollup *r, const struct sp_model *m, enum sp_rollup_by by);
+/*
+ * Fills r from m. With per_thread, and m built with per_thread (its stacks
+ * rooted at thread frames), a key is a row per thread that has it, and the
+ * thread frames are no keys themselves; by thread, rows are threads
+ * either way. 0 or -ENOMEM; release r either way.
+ */
+int sp_rollup_build(struct sp_rollup *r, const struct sp_model *m, enum sp_rollup_by by,
+		    bool per_thread);
 
 void sp_rollup_release(struct sp_rollup *r);
 
-/* Index of the row named name, or -1. */
+/* Index of the row named name, or -1; of a rollup built without per_thread. */
 int64_t sp_rollup_find(const struct sp_rollup *r, const char *name);
 
 #endif

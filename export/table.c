@@ -11,7 +11,7 @@
 #include <string.h>
 
 #define SP_COL_W      12 /* torch's DEFAULT_COLUMN_WIDTH */
-#define SP_NAME_MAX_W 55 /* max_name_column_width */
+#define SP_NAME_MAX_W 55 /* max_name_column_width: longer names lose their middle */
 #define SP_SRC_MAX_W  75 /* max_src_column_width */
 
 struct sp_row {
@@ -211,9 +211,11 @@ static void sp_sep(FILE *out, int name_w, int n_cols, int src_w)
 }
 
 /*
- * Appends n bytes of s cut to want bytes (want >= 3) by replacing its middle
- * with "...": head bytes of the start stay, and the rest of the room goes to
- * the end, where a path has its file name and an argument list its close.
+ * Appends n bytes of s cut to at most want bytes (want >= 3) by replacing
+ * its middle with "...": head bytes of the start stay, and the rest of the
+ * room goes to the end, where a path has its file name, an argument list
+ * its close and an unnamed frame its offset. Returns the bytes appended: a
+ * cut never splits a UTF-8 character, so it may be a little less than want.
  */
 static size_t sp_cut_middle(char *out, const char *s, size_t n, size_t want, size_t head)
 {
@@ -224,10 +226,14 @@ static size_t sp_cut_middle(char *out, const char *s, size_t n, size_t want, siz
 	if (head > want - 3)
 		head = want - 3;
 	size_t tail = want - 3 - head;
+	while (head && ((unsigned char)s[head] & 0xc0) == 0x80)
+		head--;
+	while (tail && ((unsigned char)s[n - tail] & 0xc0) == 0x80)
+		tail--;
 	memcpy(out, s, head);
 	memcpy(out + head, "...", 3);
 	memcpy(out + head + 3, s + n - tail, tail);
-	return want;
+	return head + 3 + tail;
 }
 
 /*
@@ -349,10 +355,11 @@ int sp_table_write(const struct sp_model *m, const struct sp_table_opts *o, FILE
 	err = 0;
 	for (size_t i = 0; i < limit && !err; i++) {
 		const struct sp_row *r = &t.rows[order[i]];
-		if (strlen(r->name) >= SP_NAME_MAX_W - 3)
-			snprintf(name, sizeof(name), "%.*s...", SP_NAME_MAX_W - 3, r->name);
-		else
-			snprintf(name, sizeof(name), "%s", r->name);
+		/* torch keeps a long name's first 52 characters; two rows that
+		 * differ at their end (libtorch_cpu.so+0x..., a template's
+		 * arguments) then read the same, so the middle goes instead */
+		name[sp_cut_middle(name, r->name, strlen(r->name), SP_NAME_MAX_W,
+				   (SP_NAME_MAX_W - 3) / 2)] = '\0';
 		sp_flatten(name);
 		sp_cell(out, name, nw, false);
 		sp_cell(out, sp_textfmt_share(v, sizeof(v), (double)r->self_ns, total), SP_COL_W,

@@ -62,14 +62,19 @@ static int sp_top_cmp(const void *a, const void *b)
 		c = -c;
 	if (!c)
 		c = strcmp(x->name, y->name);
+	if (!c && x->thread && y->thread)
+		c = strcmp(x->thread, y->thread);
 	return c ? c : (i > j) - (i < j);
 }
 
-/* Names go last on the line; control characters would break it. */
-static void sp_put_name(FILE *out, const char *s)
+/* Names go last on the line; control characters would break it. Pads to width. */
+static void sp_put_name(FILE *out, const char *s, size_t width)
 {
-	for (; *s; s++)
+	size_t n = 0;
+	for (; *s; s++, n++)
 		putc((unsigned char)*s < 0x20 ? ' ' : *s, out);
+	for (; n < width; n++)
+		putc(' ', out);
 }
 
 int sp_top_write(const struct sp_model *m, const struct sp_top_opts *o, FILE *out)
@@ -78,7 +83,7 @@ int sp_top_write(const struct sp_model *m, const struct sp_top_opts *o, FILE *ou
 	uint32_t *keep = NULL;
 	size_t n = 0;
 	char t1[SP_TEXTFMT_LEN], t2[SP_TEXTFMT_LEN], p1[SP_TEXTFMT_LEN], p2[SP_TEXTFMT_LEN];
-	int err = sp_rollup_build(&r, m, o->by);
+	int err = sp_rollup_build(&r, m, o->by, o->per_thread);
 	if (err)
 		goto out;
 	err = -ENOMEM;
@@ -102,12 +107,22 @@ int sp_top_write(const struct sp_model *m, const struct sp_top_opts *o, FILE *ou
 	sp_sort_asc = o->ascending;
 	qsort(keep, n, sizeof(*keep), sp_top_cmp);
 	size_t shown = o->top && o->top < n ? o->top : n;
+	/* the Thread column: as wide as the widest thread shown */
+	bool threads = r.n_rows && r.rows[0].thread;
+	size_t thread_w = strlen("Thread");
+	for (size_t i = 0; threads && i < shown; i++) {
+		size_t w = strlen(r.rows[keep[i]].thread);
+		thread_w = w > thread_w ? w : thread_w;
+	}
 
-	fprintf(out, "%zu of %zu %s, %s CPU in %" PRIu64 " samples\n", shown, r.n_rows,
-		sp_rollup_by_noun(o->by, true), sp_textfmt_time(t1, sizeof(t1), r.total_ns),
-		r.total_samples);
-	fprintf(out, "%12s  %7s  %12s  %7s  %8s  %s\n", "Self", "Self %", "Total", "Total %",
-		"Samples", "Name");
+	fprintf(out, "%zu of %zu %s%s, %s CPU in %" PRIu64 " samples\n", shown, r.n_rows,
+		sp_rollup_by_noun(o->by, true), threads ? " per thread" : "",
+		sp_textfmt_time(t1, sizeof(t1), r.total_ns), r.total_samples);
+	fprintf(out, "%12s  %7s  %12s  %7s  %8s  ", "Self", "Self %", "Total", "Total %",
+		"Samples");
+	if (threads)
+		fprintf(out, "%-*s  ", (int)thread_w, "Thread");
+	fputs("Name\n", out);
 	err = 0;
 	for (size_t i = 0; i < shown && !err; i++) {
 		const struct sp_rollup_row *row = &r.rows[keep[i]];
@@ -117,7 +132,11 @@ int sp_top_write(const struct sp_model *m, const struct sp_top_opts *o, FILE *ou
 			sp_textfmt_time(t2, sizeof(t2), row->total_ns),
 			sp_textfmt_share(p2, sizeof(p2), (double)row->total_ns, total),
 			row->total_samples);
-		sp_put_name(out, row->name);
+		if (threads) {
+			sp_put_name(out, row->thread, thread_w);
+			fputs("  ", out);
+		}
+		sp_put_name(out, row->name, 0);
 		putc('\n', out);
 		err = sp_textfmt_out_error(out);
 	}

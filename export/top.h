@@ -5,6 +5,9 @@
  * Output, one row per key after filtering and ordering:
  *       Self   Self %      Total  Total %  Samples  Name
  *   62.005ms   42.47%   62.005ms   42.47%       62  gemm_kernel
+ * or per thread, one row per (thread, key):
+ *       Self   Self %      Total  Total %  Samples  Thread            Name
+ *   50.005ms   34.25%   50.005ms   34.25%       50  worker pool-1001  gemm_kernel
  * Times use the PyTorch units of textfmt.h. Not async-signal-safe.
  */
 #ifndef SP_EXPORT_TOP_H
@@ -34,6 +37,9 @@ struct sp_top_opts {
 	bool ascending;		 /* default: descending, except name */
 	uint64_t min_ns, max_ns; /* keep self time in [min, max]; max 0 means no bound */
 	double percent_above;	 /* keep self share > this percentage; < 0 to keep all */
+	/* a row per (thread, key), the thread in a Thread column before Name;
+	 * the model must be built with per_thread */
+	bool per_thread;
 };
 
 /* Parses a column name: self, total, samples, name, or torch's self_cpu_time_total,

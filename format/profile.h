@@ -333,7 +333,9 @@ uint64_t sp_prof_writer_bytes(const struct sp_prof_writer *w);
 
 enum sp_read_status {
 	SP_READ_OK = 0,	       /* complete: ended with a clean zlib stream end */
-	SP_READ_TRUNCATED = 1, /* cut off: records up to the last checkpoint are kept */
+	SP_READ_TRUNCATED = 1, /* cut off (no stream end): records up to the last checkpoint
+				* are kept; error says where the file ends and how many
+				* samples that is */
 	SP_READ_CORRUPT = 2,   /* bad data: records up to the last good checkpoint are kept;
 				* also a whole profile followed by more bytes (two files
 				* concatenated), which keeps every record */
@@ -368,7 +370,7 @@ struct sp_profile {
 	struct sp_prof_stats stats; /* the last stats record */
 	bool has_stats;
 	enum sp_read_status status;
-	char error[256]; /* why status is not SP_READ_OK */
+	char error[512]; /* why status is not SP_READ_OK */
 	uint64_t file_bytes;
 };
 

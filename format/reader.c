@@ -789,6 +789,43 @@ static void sp_describe_not_profile(const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: not a stackprof profile (bad magic)", path);
 }
 
+/* Where the input of a profile without its stream's end ran out. */
+enum sp_cut_at {
+	SP_CUT_MID_RECORD,   /* inside a record */
+	SP_CUT_MID_FLUSH,    /* between the records of a flush that never ended */
+	SP_CUT_AFTER_FLUSH,  /* right at the end of a flush */
+	SP_CUT_BEFORE_FIRST, /* before any record */
+};
+
+/*
+ * Says why such a profile stops short: where the file ends, how much was
+ * read before that (after the rollback, so the counts are final) and what
+ * usually leaves a file so, without claiming to know which it was.
+ */
+static void sp_set_truncated(struct sp_profile *p, enum sp_cut_at at, uint64_t size, bool header)
+{
+	static const char *const where[][2] = {
+	    [SP_CUT_MID_RECORD] = {"mid-record at byte", ""},
+	    [SP_CUT_MID_FLUSH] = {"at byte", ", in the middle of a flush"},
+	    [SP_CUT_AFTER_FLUSH] = {"at byte",
+				    ", right after a flush but before the profile's end"},
+	    [SP_CUT_BEFORE_FIRST] = {"at byte", ", before its first complete record"},
+	};
+	char got[96];
+	if (!header)
+		snprintf(got, sizeof(got), "nothing could be read: its header is not complete");
+	else if (!p->n_samples)
+		snprintf(got, sizeof(got), "its header was read, but no samples");
+	else
+		snprintf(got, sizeof(got), "%zu sample%s read, up to its last complete flush",
+			 p->n_samples, p->n_samples == 1 ? " was" : "s were");
+	sp_set_error(p, SP_READ_TRUNCATED,
+		     "the file ends %s %llu%s (likely the program was killed or crashed "
+		     "before it finished the profile, or the file was cut or copied while "
+		     "being written); %s",
+		     where[at][0], (unsigned long long)size, where[at][1], got);
+}
+
 struct sp_profile *sp_profile_read(const char *path, char *err, size_t errlen)
 {
 	struct sp_profile *p = NULL;
@@ -838,6 +875,7 @@ struct sp_profile *sp_profile_read(const char *path, char *err, size_t errlen)
 	z.avail_in = (uInt)(flen - SP_PROFILE_MAGIC_LEN);
 
 	bool ended = false;
+	int last_type = 0; /* z.data_type after the last inflate() that made progress */
 	for (;;) {
 		if (!sp_grow((void **)&pend, &pcap, plen + 65536, 1)) {
 			sp_set_error(p, SP_READ_CORRUPT, "out of memory");
@@ -846,6 +884,8 @@ struct sp_profile *sp_profile_read(const char *path, char *err, size_t errlen)
 		z.next_out = pend + plen;
 		z.avail_out = (uInt)(pcap - plen);
 		int rc = inflate(&z, Z_SYNC_FLUSH);
+		if (rc != Z_BUF_ERROR)
+			last_type = z.data_type; /* a call without progress resets it */
 		plen = pcap - z.avail_out;
 		if (rc == Z_DATA_ERROR || rc == Z_NEED_DICT || rc == Z_MEM_ERROR) {
 			sp_set_error(p, SP_READ_CORRUPT,
@@ -882,17 +922,23 @@ struct sp_profile *sp_profile_read(const char *path, char *err, size_t errlen)
 	}
 	/* a process that exec'ed ends its stream with a flush, not a zlib end */
 	bool exec_end = p->has_stats && (p->stats.flags & SP_STATS_EXEC) && !plen && !r.n_records;
-	if (p->status == SP_READ_OK && !ended && !exec_end)
-		sp_set_error(p, SP_READ_TRUNCATED,
-			     "truncated after %llu of %llu bytes: the program ended without "
-			     "finishing it (a kill, a crash, or _exit from a signal handler); "
-			     "records up to its last flush are kept",
-			     (unsigned long long)(z.total_in + SP_PROFILE_MAGIC_LEN),
-			     (unsigned long long)flen);
-	if (p->status != SP_READ_OK)
+	bool cut = p->status == SP_READ_OK && !ended && !exec_end;
+	/* the last flush is whole if its records are and zlib stopped between
+	 * blocks on a byte (data_type 128, no bits left: the end of a sync
+	 * flush's empty block) */
+	enum sp_cut_at at = plen			? SP_CUT_MID_RECORD
+			    : r.n_records		? SP_CUT_MID_FLUSH
+			    : !r.committed.has_header	? SP_CUT_BEFORE_FIRST
+			    : (last_type & 0xbf) == 128 ? SP_CUT_AFTER_FLUSH
+							: SP_CUT_MID_FLUSH;
+	if (p->status != SP_READ_OK || cut)
 		sp_rollback(&r);
+	if (cut)
+		sp_set_truncated(p, at, flen, r.has_header);
 	if (!r.has_header) {
-		if (err)
+		if (err && cut)
+			snprintf(err, errlen, "%s: truncated: %s", path, p->error);
+		else if (err)
 			snprintf(err, errlen, "%s: no complete header: %s", path,
 				 p->error[0] ? p->error : "empty profile");
 		errno = EINVAL;

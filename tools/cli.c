@@ -364,15 +364,21 @@ void sp_cli_filters_release(struct sp_cli_filters *f)
 
 struct sp_profile *sp_cli_read_profile(const char *path)
 {
-	char err[512];
+	char err[1024];
 	struct sp_profile *p = sp_profile_read(path, err, sizeof(err));
 	if (!p) {
 		sp_cli_error("%s", err);
 		return NULL;
 	}
-	if (p->status != SP_READ_OK)
-		sp_cli_warn("%s: %s; using the %zu samples read before that", path, p->error,
-			    p->n_samples);
+	/* the output still comes, from what was read: say that it is partial,
+	 * and why the status will be 1 (sp_cli_partial) */
+	if (p->status == SP_READ_TRUNCATED)
+		sp_cli_warn("%s: truncated: %s; the output is partial (exit status 1)", path,
+			    p->error);
+	else if (p->status != SP_READ_OK)
+		sp_cli_warn("%s: %s; using the %zu samples read before that: the output is partial "
+			    "(exit status 1)",
+			    path, p->error, p->n_samples);
 	return p;
 }
 

@@ -23,7 +23,7 @@ static const struct sp_cli_opt sp_collapse_opts[] = {
     SP_CLI_OPT_INLINE_MARK,
     {OPT_OPS, 0, "ops", NULL,
      "stacks of aten operators only (aten::conv2d;...),\n"
-     "'[no operator]' for samples outside every operator"},
+     "'[no_operator]' for samples outside every operator"},
     SP_CLI_OPTS_FILTERS,
     {0, 0, NULL, NULL, NULL},
 };
@@ -36,12 +36,13 @@ static const struct sp_cli_cmd sp_collapse_cmd = {
 	     "export_stacks format, read by flamegraph.pl, speedscope and inferno).\n"
 	     "Spaces, ';', tabs and newlines inside a frame become '_'. The frames\n"
 	     "read 'func (file:line)'; --frame pytorch writes them as export_stacks\n"
-	     "does, 'file(line): func', with Python files by their import path\n"
-	     "(torch/nn/modules/conv.py). Native file names are kept whole\n"
-	     "(--strip-path auto shortens build trees; --strip-path none keeps even\n"
-	     "Python's whole). With --ops, the frames are the aten operators on each\n"
-	     "stack (at::_ops::NAME::call, named aten::NAME), outermost first: a flame\n"
-	     "graph of the model's operators.\n",
+	     "does, 'file(line): func' with its space made '_', Python files by their\n"
+	     "import path (torch/nn/modules/conv.py(459):_Conv2d._conv_forward).\n"
+	     "Native file names are kept whole (--strip-path auto shortens build\n"
+	     "trees; --strip-path none keeps even Python's whole). With --ops, the\n"
+	     "frames are the aten operators on each stack (at::_ops::NAME::call,\n"
+	     "named aten::NAME), outermost first: a flame graph of the model's\n"
+	     "operators.\n",
     .opts = sp_collapse_opts,
     .more = "examples:\n"
 	    "  stackprof collapse rn.prof > rn.folded && flamegraph.pl rn.folded > rn.svg\n"

@@ -4,6 +4,7 @@
  * flame graph.
  */
 #include <errno.h>
+#include <regex.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,7 @@ enum {
 	OPT_THRESHOLD,
 	OPT_NORMALIZE,
 	OPT_COLLAPSED,
+	OPT_NAME,
 };
 
 static const struct sp_cli_opt sp_diff_opts[] = {
@@ -33,6 +35,9 @@ static const struct sp_cli_opt sp_diff_opts[] = {
      "paths), python or python-line (Python code, self\n"
      "time to the innermost Python frame); with --collapsed,\n"
      "op and module-path fold their stacks"},
+    {OPT_NAME, 0, "name", "REGEX",
+     "compare only names matching the POSIX extended REGEX\n"
+     "(as top --name; not with --collapsed)"},
     {OPT_THRESHOLD, 0, "threshold", "P",
      "changes within P% of the base total count as unchanged\n(default 0)"},
     {OPT_NORMALIZE, 0, "normalize", NULL, "scale NEW to BASE's total CPU time first"},
@@ -60,6 +65,7 @@ static const struct sp_cli_cmd sp_diff_cmd = {
 	    "  stackprof diff before.prof after.prof --threshold 0.5\n"
 	    "  stackprof diff before.prof after.prof --sort-by abs --row-limit 20 --normalize\n"
 	    "  stackprof diff --aggregate-by op --normalize resnet-a.prof resnet-b.prof\n"
+	    "  stackprof diff --aggregate-by op --name '^aten::(conv|mkldnn)' a.prof b.prof\n"
 	    "  stackprof diff --collapsed --frame func before.prof after.prof > d.folded\n"
 	    "  flamegraph.pl d.folded > diff.svg   # or: stackprof flamegraph --diff\n",
 };
@@ -78,6 +84,8 @@ int sp_cmd_diff(int argc, char **argv)
 	struct sp_view *views[2] = {NULL, NULL};
 	const struct sp_model *models[2];
 	FILE *out = NULL;
+	regex_t re;
+	bool have_re = false;
 	char *end;
 	int rc = SP_EXIT_USAGE, c;
 
@@ -127,6 +135,22 @@ int sp_cmd_diff(int argc, char **argv)
 		case OPT_COLLAPSED:
 			collapsed = true;
 			break;
+		case OPT_NAME: {
+			if (have_re)
+				regfree(&re);
+			have_re = false;
+			int e = regcomp(&re, a.value, REG_EXTENDED | REG_NOSUB);
+			if (e) {
+				char msg[256];
+				regerror(e, &re, msg, sizeof(msg));
+				sp_cli_bad(&a, "--name: '%s': %s", a.value, msg);
+				goto out;
+			}
+			have_re = true;
+			dopt.name_re = &re;
+			dopt.name_pattern = a.value;
+			break;
+		}
 		case SP_OPT_METRIC:
 			if (!sp_cli_metric(&a, &co.metric))
 				goto out;
@@ -153,6 +177,11 @@ int sp_cmd_diff(int argc, char **argv)
 	}
 	if (!sp_cli_operands(&a, 2, "BASE and NEW profiles"))
 		goto out;
+	if (collapsed && have_re) {
+		/* a stack has many names: which to keep is flamegraph's search */
+		sp_cli_bad(&a, "--name selects rows of the table; --collapsed prints whole stacks");
+		goto out;
+	}
 
 	rc = SP_EXIT_ERROR;
 	if (!sp_cli_output_ok(output))
@@ -178,6 +207,8 @@ int sp_cmd_diff(int argc, char **argv)
 			    : sp_diff_write(models[0], models[1], &dopt, out);
 	rc = sp_cli_end_output(out, output, err, sp_cli_partial(&in[0]) || sp_cli_partial(&in[1]));
 out:
+	if (have_re)
+		regfree(&re);
 	for (int i = 0; i < 2; i++) {
 		sp_view_free(views[i]);
 		sp_cli_unload(&in[i]);

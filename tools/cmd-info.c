@@ -28,8 +28,10 @@ static const struct sp_cli_cmd sp_info_cmd = {
 	     "counts (samples, drops, unwind errors, truncated stacks), the achieved\n"
 	     "sampling rate, the share of samples that unwound to a thread root, and its\n"
 	     "threads. Exits 1 if the profile is unreadable, or truncated (the program\n"
-	     "was killed, crashed or called _exit): that one is still reported up to\n"
-	     "its last flush.\n",
+	     "was killed or crashed before it finished the profile, or the file was\n"
+	     "cut or copied while being written): that one is still reported up to\n"
+	     "its last complete flush, and its status line says where the file ends\n"
+	     "and how many samples were read.\n",
     .opts = sp_info_opts,
     .more = "examples:\n"
 	    "  stackprof info rn.prof\n"

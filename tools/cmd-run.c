@@ -864,7 +864,7 @@ static int sp_run_collect(struct sp_run *r)
 static uint64_t sp_print_summary(const char *path, const struct sp_run_opts *o)
 {
 	/* one warning at most: the counts say it if the profile is cut off */
-	char err[512];
+	char err[1024];
 	struct sp_profile *p = sp_profile_read(path, err, sizeof(err));
 	if (!p) {
 		sp_cli_error("%s", err);

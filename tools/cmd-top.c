@@ -43,6 +43,10 @@ static const struct sp_cli_opt sp_top_opts[] = {
     {OPT_MAX_TIME, 0, "max-time", "TIME", "keep rows with at most TIME self time"},
     {OPT_PERCENT, 0, "percent-above", "P",
      "keep rows whose self time is more than P% of the total"},
+    {SP_OPT_PER_THREAD, 0, "per-thread", NULL,
+     "a row per thread and KEY: the same function in two\n"
+     "threads is two rows, its thread (\"name-tid\", as\n"
+     "the other views' roots read) in a Thread column"},
     SP_CLI_OPT_OUTPUT,
     SP_CLI_OPTS_FILTERS,
     {0, 0, NULL, NULL, NULL},
@@ -63,6 +67,7 @@ static const struct sp_cli_cmd sp_top_cmd = {
 	    "  stackprof top rn.prof --name '^(conv|gemm)' --sort-by total\n"
 	    "  stackprof top rn.prof --aggregate-by module --percent-above 1\n"
 	    "  stackprof top rn.prof --min-time 10ms --sort-by +self\n"
+	    "  stackprof top rn.prof --per-thread --thread 'worker pool'\n"
 	    "  stackprof top torch.prof --aggregate-by op --row-limit 10\n"
 	    "  stackprof top torch.prof --aggregate-by module-path --sort-by total\n"
 	    "  stackprof top torch.prof --aggregate-by python-line --sort-by total\n",
@@ -137,6 +142,9 @@ int sp_cmd_top(int argc, char **argv)
 				    a.value);
 				goto out;
 			}
+			break;
+		case SP_OPT_PER_THREAD:
+			flt.mo.per_thread = to.per_thread = true;
 			break;
 		case 'o':
 			output = a.value;

@@ -149,12 +149,14 @@ void sp_summary_print_counts(FILE *f, const struct sp_profile *p, const struct s
 	if (sp_summary_end_signal(p, sig, sizeof(sig)))
 		fprintf(f, "%sthe program ended itself by %s; the profile is complete\n", prefix,
 			sig);
-	if (p->status != SP_READ_OK)
+	if (p->status == SP_READ_TRUNCATED)
+		fprintf(f, "%swarning: the profile is truncated: %s; this summary is partial\n",
+			prefix, p->error);
+	else if (p->status != SP_READ_OK)
 		fprintf(f,
-			"%swarning: the profile is %s: %s; using the %zu samples read before "
-			"that\n",
-			prefix, p->status == SP_READ_TRUNCATED ? "truncated" : "corrupt", p->error,
-			p->n_samples);
+			"%swarning: the profile is corrupt: %s; using the %zu samples read before "
+			"that: this summary is partial\n",
+			prefix, p->error, p->n_samples);
 }
 
 bool sp_summary_end_signal(const struct sp_profile *p, char *out, size_t len)

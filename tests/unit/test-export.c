@@ -350,6 +350,54 @@ static void test_table_cut(void)
 	free(out);
 }
 
+/*
+ * A Name longer than its 55 columns loses its middle, not its end (torch
+ * keeps the first 52 characters): two unnamed frames of one library, or
+ * two instances of a template, stay two readable rows. A cut never splits
+ * a UTF-8 character.
+ */
+static void test_table_name_cut(void)
+{
+	static struct fake fk;
+	static const char *const names[] = {
+	    "libsome_rather_long_vendor_kernel_library_name.so.2.1+0x1234567",
+	    "libsome_rather_long_vendor_kernel_library_name.so.2.1+0x1234abc",
+	    "x\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3"
+	    "\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+	    "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9y",
+	};
+	for (int i = 0; i < 3; i++) {
+		fk.frames[i] = (struct sp_mframe){.func = names[i], .kind = SP_FRAME_FUNC};
+		fake_stack(&fk, i, 1000000 * (uint64_t)(i + 1), 1, (int[]){i});
+	}
+	fk.m.frames = fk.frames;
+	fk.m.n_frames = 3;
+	fk.m.stacks = fk.stacks;
+	fk.m.n_stacks = 3;
+	char *out = NULL;
+	size_t len;
+	FILE *f = open_memstream(&out, &len);
+	struct sp_table_opts o = {.sort = SP_TABLE_SELF};
+	CHECK(sp_table_write(&fk.m, &o, f) == 0);
+	fclose(f);
+	/* 26 bytes of the start, "...", 26 of the end: the offsets stay */
+	CHECK(strstr(out, "\nlibsome_rather_long_vendor...rary_name.so.2.1+0x1234567  ") != NULL);
+	CHECK(strstr(out, "\nlibsome_rather_long_vendor...rary_name.so.2.1+0x1234abc  ") != NULL);
+	/* "x", 31 two-byte characters, "y": 26 bytes from either end would
+	 * split one, so the start keeps 25 and the end 25 */
+	char want[64] = "  x";
+	for (int i = 0; i < 12; i++)
+		strcat(want, "\xc3\xa9");
+	strcat(want, "...");
+	for (int i = 0; i < 12; i++)
+		strcat(want, "\xc3\xa9");
+	strcat(want, "y  ");
+	CHECK(strstr(out, want) != NULL);
+	if (failures)
+		fprintf(stderr, "%s", out);
+	free(out);
+}
+
 static void test_short_paths(void)
 {
 	struct sp_model_opts o = {.short_paths = true};
@@ -502,6 +550,7 @@ int main(void)
 	test_json();
 	test_table_layout();
 	test_table_cut();
+	test_table_name_cut();
 	test_short_paths();
 	test_python_path();
 	test_collapse_model();

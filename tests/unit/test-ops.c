@@ -247,7 +247,7 @@ static void test_op_view(void)
 
 	/* self to the innermost, total once per sample however often it recurs */
 	struct sp_rollup r;
-	CHECK(sp_rollup_build(&r, &fk.m, SP_ROLLUP_OP) == 0);
+	CHECK(sp_rollup_build(&r, &fk.m, SP_ROLLUP_OP, false) == 0);
 	int64_t add = sp_rollup_find(&r, "aten::add"), none = sp_rollup_find(&r, "[no operator]");
 	CHECK(add >= 0 && r.rows[add].self_samples == 6 && r.rows[add].total_samples == 6);
 	CHECK(none >= 0 && r.rows[none].self_samples == 4);
@@ -310,7 +310,7 @@ static void test_module_view(void)
 	sp_view_free(v);
 
 	struct sp_rollup r;
-	CHECK(sp_rollup_build(&r, &fk.m, SP_ROLLUP_MODULE_PATH) == 0);
+	CHECK(sp_rollup_build(&r, &fk.m, SP_ROLLUP_MODULE_PATH, false) == 0);
 	int64_t net = sp_rollup_find(&r, "Net"), fc = sp_rollup_find(&r, "Net/fc");
 	CHECK(net >= 0 && r.rows[net].self_samples == 1 && r.rows[net].total_samples == 6);
 	CHECK(fc >= 0 && r.rows[fc].self_samples == 4 && r.rows[fc].total_samples == 4);
