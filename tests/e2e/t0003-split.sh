@@ -49,11 +49,15 @@ grep -E '^(timer|achieved|samples)' thinfo.txt
 check "thread timer: it ran" grep -q '^timer: *sampler-thread' thinfo.txt
 # The ticker is a thread of its own: on 2 cores beside split's 2 busy
 # threads, and more so with other processes running, it wakes late, and
-# fewer samples carry more weight each. The rate is then a load figure,
-# not the timer's: the bound below catches a timer that stops or runs
-# away, and the CPU check after it holds the weights to 3%.
-check "thread timer: 500-1100 samples per CPU-second at 1 kHz" \
-	has thinfo.txt '$1 == "achieved:"' '$2 >= 500 && $2 <= 1100'
+# fewer samples carry more weight each. Under heavier load it goes the
+# other way too: a thread preempted after running half an interval is
+# signalled as well, and gets its sample when it runs again, with less
+# than a period of CPU behind it (1104 per CPU-second in a fresh-clone CI
+# run while other work loaded the machine). The rate is then a load figure, not
+# the timer's: the bound below catches a timer that stops or runs away,
+# and the CPU check after it holds the weights to 3%.
+check "thread timer: 500-1500 samples per CPU-second at 1 kHz" \
+	has thinfo.txt '$1 == "achieved:"' '$2 >= 500 && $2 <= 1500'
 # the profile's CPU per thread (samples x weights) against the truth; a
 # thread the ticker finds preempted at a wake-up is sampled at a later one,
 # with the weight of all the time since
