@@ -893,11 +893,13 @@ static uint64_t sp_print_summary(const char *path, const struct sp_run_opts *o)
 }
 
 /* The samples in the profile at path (0 if it can't be read). */
-static uint64_t sp_run_samples(const char *path)
+/* The samples in the profile at path (0 if it can't be read); its pid in *pid (-1 then). */
+static uint64_t sp_run_samples(const char *path, int *pid)
 {
 	char err[256];
 	struct sp_profile *p = sp_profile_read(path, err, sizeof(err));
 	uint64_t n = p ? p->n_samples : 0;
+	*pid = p ? p->header.pid : -1;
 	sp_profile_free(p);
 	return n;
 }
@@ -1037,23 +1039,45 @@ static void sp_run_report(const struct sp_run *r)
 			sp_cli_error("%s still holds the earlier profile", r->o.out);
 		return;
 	}
-	/* a wrapper (a shell script, pyenv's shim) is the first process and
-	 * takes no samples: the summary is of the busiest profile */
+	/*
+	 * The summary is of the program's own process: the busiest image of
+	 * its pid (pyenv's shim execs the interpreter, whose profile is then
+	 * PATH.<pid>.N). Its children (multiprocessing's workers) are listed,
+	 * not summed. Only when that process took almost nothing, as a
+	 * wrapper that runs the real work in a child does (sh -c, a script
+	 * without exec), is the summary of the busiest profile of all.
+	 */
 	const char *shown = first;
-	uint64_t first_n = 0, best_n = 0;
-	for (size_t k = 0; r->o.summary && r->nfiles > 1 && k < r->nfiles; k++) {
-		uint64_t n = sp_run_samples(r->files[k]);
+	uint64_t first_n = 0, best_n = 0, own_n = 0, empty = 0;
+	size_t own = 0, best = 0;
+	uint64_t *ns = r->o.summary && r->nfiles > 1 ? calloc(r->nfiles, sizeof(*ns)) : NULL;
+	int first_pid = -1;
+	for (size_t k = 0; ns && k < r->nfiles; k++) {
+		int pid;
+		ns[k] = sp_run_samples(r->files[k], &pid);
 		if (k == 0)
-			first_n = n;
-		if (n > best_n) {
-			best_n = n;
-			shown = r->files[k];
-		}
+			first_n = ns[k], first_pid = pid;
+		empty += k > 0 && !ns[k];
+		if (pid == first_pid && ns[k] > own_n)
+			own_n = ns[k], own = k;
+		if (ns[k] > best_n)
+			best_n = ns[k], best = k;
+	}
+	bool child = false;
+	if (ns && own_n && own_n * 10 >= best_n) {
+		shown = r->files[own];
+		best_n = own_n;
+	} else if (ns && best_n) {
+		shown = r->files[best];
+		child = true;
 	}
 	if (shown != first)
 		fprintf(stderr,
-			"stackprof: the summary is of %s, the profile with the most samples "
-			"(%llu; %s has %llu)\n",
+			child
+			    ? "stackprof: the summary is of %s, the profile with the most samples "
+			      "(%llu; %s, the program's own process, has %llu)\n"
+			    : "stackprof: the summary is of %s, the image the program exec'ed "
+			      "(%llu samples; %s, the first one, has %llu)\n",
 			shown, (unsigned long long)best_n, first, (unsigned long long)first_n);
 	if (r->o.summary)
 		best_n = sp_print_summary(shown, &r->o);
@@ -1072,9 +1096,22 @@ static void sp_run_report(const struct sp_run *r)
 	if (!r->o.summary)
 		return;
 	fprintf(stderr, "stackprof: wrote %s", first);
-	for (size_t k = 1; k < r->nfiles; k++)
-		fprintf(stderr, "%s%s", k == 1 ? "; children and exec'ed images: " : ", ",
-			r->files[k]);
+	/* a shell or a shim forks many short commands: those that took no
+	 * samples are counted, not named */
+	bool listed = false;
+	for (size_t k = 1; k < r->nfiles; k++) {
+		if (ns && !ns[k] && empty > 3)
+			continue;
+		fprintf(stderr, "%s%s",
+			listed ? ", " : "; children and exec'ed images: ", r->files[k]);
+		if (ns)
+			fprintf(stderr, " (%llu samples)", (unsigned long long)ns[k]);
+		listed = true;
+	}
+	if (ns && empty > 3)
+		fprintf(stderr, "%s%llu more with no samples (%s.*)", listed ? ", and " : "; ",
+			(unsigned long long)empty, first);
+	free(ns);
 	fputc('\n', stderr);
 	if (!best_n)
 		return;

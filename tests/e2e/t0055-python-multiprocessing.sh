@@ -5,7 +5,8 @@
 # and missed up to 200 ms of samples (PyTorch DataLoader workers lost ~20%
 # of their CPU). Now each worker's profile is complete and holds the CPU
 # the worker measured itself in its burn() function, and the exit codes
-# pass through, on every interpreter present.
+# pass through, on every interpreter present. A Pool's busier workers
+# don't take the run's summary from the script.
 . "$(dirname "$0")/lib.sh"
 need_pythons
 
@@ -76,4 +77,31 @@ for py in "${PYTHONS[@]}"; do
 	done
 	check "$v: three workers reported" [ "$n" -eq 3 ]
 done
+
+# A Pool whose workers, together, took more samples than the script: the
+# run's summary is still the script's, and the workers' profiles are
+# listed with their samples (it used to summarize the busiest worker,
+# which `with Pool()` ends by SIGTERM, under a "truncated" warning).
+cat >pool.py <<'PY'
+import multiprocessing as mp, time
+
+def burn(seconds):
+    t = time.thread_time()
+    while time.thread_time() - t < seconds:
+        pass
+
+if __name__ == "__main__":
+    burn(0.5)
+    with mp.get_context("fork").Pool(2) as p:
+        p.map(burn, [0.4] * 4)
+PY
+py=${PYTHONS[0]}
+rm -f pool.prof pool.prof.*
+timeout 120 "$SP" run -o pool.prof -- "$py" pool.py >pool.out 2>&1
+check "Pool: the program exits 0" [ $? -eq 0 ]
+cat pool.out
+check "Pool: the summary is of the script's own profile" \
+	bash -c "! grep -q '^stackprof: the summary is of' pool.out && grep -q '  burn (pool.py)$' pool.out"
+check "Pool: the workers' profiles are listed with their samples" \
+	grep -Eq "^stackprof: wrote .*/pool\.prof; children and exec'ed images: .*/pool\.prof\.[0-9]+ \([1-9][0-9]* samples\)" pool.out
 finish
