@@ -211,6 +211,24 @@ static const struct sp_stack_slot *sp_stack_find(struct sp_wstate *s, uint64_t h
 	return NULL;
 }
 
+/*
+ * The bytes of the vDSO a symbolizer needs: its loaded segment, and its
+ * section headers after it, which name .dynsym (__vdso_clock_gettime);
+ * the segment alone leaves every vDSO frame unnamed. The kernel maps the
+ * whole image, in whole pages.
+ */
+static size_t sp_vdso_len(const struct sp_mod *m)
+{
+	size_t len = m->end - m->start;
+	size_t mapped = (len + 4095) & ~(size_t)4095;
+	const ElfW(Ehdr) *e = (const ElfW(Ehdr) *)m->start;
+	if (len < sizeof(*e) || memcmp(e->e_ident, ELFMAG, SELFMAG) || !e->e_shoff ||
+	    e->e_shentsize != sizeof(ElfW(Shdr)))
+		return len;
+	size_t shend = e->e_shoff + (size_t)e->e_shnum * e->e_shentsize;
+	return shend > len && shend <= mapped ? shend : len;
+}
+
 /* ---- modules ----------------------------------------------------------- */
 
 static void sp_module_record(const struct sp_mod *m, void *arg)
@@ -267,7 +285,7 @@ static void sp_module_record(const struct sp_mod *m, void *arg)
 		rec.flags |= SP_MOD_VDSO;
 		rec.path = "[vdso]";
 		rec.image = (uint8_t *)m->start;
-		rec.image_len = m->end - m->start;
+		rec.image_len = sp_vdso_len(m);
 	}
 	if (s->mods_listed)
 		rec.flags |= SP_MOD_DLOPEN;

@@ -2,7 +2,8 @@
 # Offline use: a profile copied to another directory still finds its
 # binaries by their recorded paths; a binary whose build-id no longer matches
 # the one recorded is reported and not used (frames fall back to
-# module+offset instead of wrong names).
+# module+offset instead of wrong names); the vDSO, in no file, is named
+# from the image the profile carries.
 . "$(dirname "$0")/lib.sh"
 SRC="$SP_SOURCE_DIR/workloads/programs/chain.c"
 command -v cc >/dev/null || skip "no C compiler"
@@ -27,4 +28,28 @@ rm chain
 "$SP" collapse --frame func c.prof >gone.folded 2>gone.err
 check "a missing binary is reported" grep -q 'cannot open' gone.err
 check "libc frames still resolve" grep -q '__libc_start' gone.folded
+
+# The vDSO is in no file: the profile carries its image, section headers
+# included, so its functions are named offline (only its loaded segment
+# was kept once, and every vDSO frame read [vdso]+0x...).
+cat >clock.c <<'EOF2'
+#include <time.h>
+int main(void)
+{
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 400000000L);
+	return 0;
+}
+EOF2
+cc -O1 -o clock clock.c
+"$SP" run --no-summary -F 1000 -o v.prof -- ./clock
+"$SP" collapse --frame func --metric samples v.prof >v.folded 2>v.err
+n=$(awk '{ n += $NF } END { print n + 0 }' v.folded)
+named=$(awk '/;(__vdso_)?clock_gettime / { n += $NF } END { print n + 0 }' v.folded)
+anon=$(awk '/\[vdso\]\+0x/ { n += $NF } END { print n + 0 }' v.folded)
+say "vDSO: $named of $n samples in a named clock_gettime, $anon at [vdso]+offset"
+check "vDSO frames are named from the profile's copy of its image" [ "$anon" -eq 0 -a "$named" -gt 0 ]
 finish
