@@ -126,6 +126,7 @@ struct sp_model {
 	uint64_t total_weight_ns;
 	uint64_t total_samples;
 	uint64_t outside_windows; /* samples dropped for being outside every window */
+	bool windowed;		  /* only the profile's windows were kept */
 
 	/* private to model.c */
 	uint32_t *pool_;

@@ -454,11 +454,23 @@ int sp_pprof_write(const struct sp_model *m, FILE *out)
 	sp_pp_value_type(&p, PB_PROFILE_PERIOD_TYPE, "cpu", "nanoseconds");
 	uint32_t hz = prof->header.freq_hz;
 	pb_varint(&p.body, PB_PROFILE_PERIOD, hz ? 1000000000ull / hz : 0);
-	pb_varint(&p.body, PB_PROFILE_TIME_NANOS, prof->header.start_realtime_ns);
-	uint64_t last = 0;
+	/* the run's wall time, or with windows the time they were open,
+	 * from the first one's start: what the samples kept cover */
+	uint64_t end = prof->has_stats ? prof->stats.time_ns : 0, start = 0, dur = 0;
 	for (size_t i = 0; i < m->n_samples; i++)
-		last = m->samples[i].time_ns > last ? m->samples[i].time_ns : last;
-	pb_varint(&p.body, PB_PROFILE_DURATION_NANOS, last);
+		end = m->samples[i].time_ns > end ? m->samples[i].time_ns : end;
+	if (m->windowed) {
+		start = prof->windows[0].begin_ns;
+		for (size_t i = 0; i < prof->n_windows; i++) {
+			uint64_t b = prof->windows[i].begin_ns, e = prof->windows[i].end_ns;
+			e = e < end ? e : end;
+			dur += e > b ? e - b : 0;
+		}
+	} else {
+		dur = end;
+	}
+	pb_varint(&p.body, PB_PROFILE_TIME_NANOS, prof->header.start_realtime_ns + start);
+	pb_varint(&p.body, PB_PROFILE_DURATION_NANOS, dur);
 	if (prof->header.cmdline && prof->header.cmdline[0])
 		pb_varint(&p.body, PB_PROFILE_COMMENT,
 			  (uint64_t)sp_pp_str(&p, prof->header.cmdline));

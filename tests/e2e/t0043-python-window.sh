@@ -3,7 +3,8 @@
 # commands show only samples taken inside windows, even though `stackprof
 # run` sampled from the start; sampling stops when the last window closes;
 # an inner block does not close its outer one; a child forked inside a
-# window is inside one in its own profile. The same program without
+# window is inside one in its own profile; pprof's Duration is the
+# windows' time. The same program without
 # profile() shows the work outside, so the checks can see it.
 . "$(dirname "$0")/lib.sh"
 need_python
@@ -63,6 +64,19 @@ grep '^windows:' window.info
 check "info counts two windows" grep -q '^windows: *2 ' window.info
 check "and samples outside them (the work before)" \
 	has window.info '/^windows:/' '$7 - $5 >= 250'
+
+# pprof's Duration is the time the windows were open, not the run's
+# (go tool pprof prints it, and its share of samples, from it)
+if command -v go >/dev/null 2>&1; then
+	"$SP" export --format pprof window.prof -o window.pb.gz
+	go tool pprof -top window.pb.gz 2>/dev/null | grep '^Duration:' >pprof.dur
+	cat pprof.dur
+	run_s=$(awk '/^duration:/ { print $2 + 0 }' window.info)
+	check "pprof: Duration is the windows' time, well under the run's ${run_s}s" \
+		awk -v r="$run_s" '{ d = $2 + 0; exit !(d > 0.5 && d < 0.7 * r) }' pprof.dur
+else
+	say "go is not installed: pprof's Duration not checked"
+fi
 
 # started paused, sampling is on only inside the windows: the file holds
 # nothing else, so the work between and after was not sampled at all
