@@ -837,7 +837,16 @@ static void sp_run_take_place(struct sp_run *r)
 			    strerror(errno), *first);
 		return;
 	}
-	char *dup = strdup(out);
+	/* absolute, as the manifest names every other profile */
+	char cwd[PATH_MAX];
+	char *dup = NULL;
+	if (out[0] != '/' && getcwd(cwd, sizeof(cwd))) {
+		size_t n = strlen(cwd) + strlen(out) + 2;
+		if ((dup = malloc(n)))
+			snprintf(dup, n, "%s/%s", cwd, out);
+	} else {
+		dup = strdup(out);
+	}
 	if (dup) {
 		free(*first);
 		*first = dup;

@@ -58,6 +58,10 @@ second=$(pid_of r.prof)
 check "run -o replaces an earlier profile ($first, then $second)" \
 	[ -n "$first" -a -n "$second" -a "$first" != "$second" ]
 check "with nothing left beside it" bash -c '! ls r.prof.* >/dev/null 2>&1'
+"$SP" run --no-summary -o w2.prof -- "$BIN/stress" exit 0
+"$SP" run -o w2.prof -- "$BIN/stress" exit 0 2>w2.err
+check "and its summary names it by its absolute path, as a first run does" \
+	grep -qx "stackprof: wrote $PWD/w2.prof" w2.err
 echo "precious" >notes.txt
 "$SP" run -o notes.txt -- "$BIN/stress" exit 0 2>notes.err
 check "run -o over a file that is not a profile: refused (exit 1)" [ $? -eq 1 ]
