@@ -225,7 +225,8 @@ void sp_summary_print_top(FILE *f, const struct sp_model *m, size_t n, const cha
 			const char *base = strrchr(rows[i].file, '/');
 			fprintf(f, " (%s)", base ? base + 1 : rows[i].file);
 		} else if (rows[i].module && !strchr(rows[i].func, '+')) {
-			fprintf(f, " [%s]", rows[i].module);
+			/* [vdso] is bracketed already */
+			fprintf(f, rows[i].module[0] == '[' ? " %s" : " [%s]", rows[i].module);
 		}
 		fputc('\n', f);
 	}

@@ -45,7 +45,9 @@ int main(void)
 }
 EOF2
 cc -O1 -o clock clock.c
-"$SP" run --no-summary -F 1000 -o v.prof -- ./clock
+"$SP" run -F 1000 -o v.prof -- ./clock 2>v.sum
+check "the run's summary names it, in the vDSO's own brackets" \
+	grep -Eq '  (__vdso_)?clock_gettime \[vdso\]$' v.sum
 "$SP" collapse --frame func --metric samples v.prof >v.folded 2>v.err
 n=$(awk '{ n += $NF } END { print n + 0 }' v.folded)
 named=$(awk '/;(__vdso_)?clock_gettime / { n += $NF } END { print n + 0 }' v.folded)
