@@ -95,7 +95,8 @@ static struct sp_row *sp_row_get(struct sp_table *t, const char *name, const uin
 	return r;
 }
 
-static int sp_table_fill(struct sp_table *t, unsigned stack_n, bool python_callers)
+static int sp_table_fill(struct sp_table *t, unsigned stack_n, bool python_callers,
+			 bool python_stack)
 {
 	const struct sp_model *m = t->m;
 	uint32_t ids[256];
@@ -108,9 +109,13 @@ static int sp_table_fill(struct sp_table *t, unsigned stack_n, bool python_calle
 		for (uint32_t p = s->n; p-- > 0;) {
 			const struct sp_mframe *f = &m->frames[s->frames[p]];
 			uint32_t n = 0;
-			if (python_callers) {
-				if (f->kind == SP_MFRAME_PYTHON)
-					continue;
+			if (python_callers || python_stack) {
+				if (f->kind == SP_MFRAME_PYTHON) {
+					if (python_callers)
+						continue;
+					if (n < stack_n)
+						ids[n++] = s->frames[p]; /* its own line */
+				}
 				/* the Python lines that called it, innermost first */
 				for (uint32_t q = p; q-- > 0 && n < stack_n;)
 					if (m->frames[s->frames[q]].kind == SP_MFRAME_PYTHON)
@@ -311,7 +316,7 @@ int sp_table_write(const struct sp_model *m, const struct sp_table_opts *o, FILE
 		err = 0;
 		goto out;
 	}
-	if (sp_table_fill(&t, o->stack_n, o->python_callers))
+	if (sp_table_fill(&t, o->stack_n, o->python_callers, o->python_stack))
 		goto out;
 	order = malloc(t.n_rows * sizeof(*order));
 	if (!order)

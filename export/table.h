@@ -47,6 +47,10 @@ struct sp_table_opts {
 	 * stack entries are the stack_n Python frames nearest outside it, as
 	 * torch.profiler's with_stack shows an operator's Python stack */
 	bool python_callers;
+	/* rows of every function, but each one's stack entries are Python
+	 * frames only: its own first if it is one, then the Python frames
+	 * outside it (what with_stack would show a sample there) */
+	bool python_stack;
 };
 
 /* Parses a PyTorch sort key name ("self_cpu_time_total", "cpu_time_total",

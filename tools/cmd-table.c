@@ -13,6 +13,7 @@
 
 enum {
 	OPT_AGGREGATE = 256,
+	OPT_PYTHON_STACK,
 };
 
 static const struct sp_cli_opt sp_table_opts[] = {
@@ -24,6 +25,11 @@ static const struct sp_cli_opt sp_table_opts[] = {
      "function (default), op (aten operators, torch's\n"
      "key_averages() rows) or module-path (nn.Module paths\n"
      "from stackprof.torch.label_modules)"},
+    {OPT_PYTHON_STACK, 0, "python-stack", NULL,
+     "with -n N, a function's Source Location is the N\n"
+     "Python lines around it (its own first, if it is\n"
+     "Python), as with_stack=True shows them, not its\n"
+     "native frames"},
     SP_CLI_OPT_SORT_BY("self_cpu_time_total (default), cpu_time_total or count\n"
 		       "(top's self, total and samples are the same keys)"),
     SP_CLI_OPT_ROW_LIMIT("default 100"),
@@ -65,6 +71,9 @@ static const struct sp_cli_cmd sp_table_cmd = {
 	     "Source Location is the N Python lines that called it, innermost first, as\n"
 	     "with_stack=True shows them, and its rows split by them; without Python\n"
 	     "frames, its N innermost operators.\n"
+	     "--python-stack does the same for the rows of functions: their Source\n"
+	     "Location is the N Python lines that called them, and a Python\n"
+	     "function's starts with its own line.\n"
 	     "--aggregate-by module-path makes them nn.Module paths (ResNet/layer1/0),\n"
 	     "self time the innermost module's, total time each enclosing module's;\n"
 	     "samples in none are '[no module]'.\n",
@@ -113,6 +122,9 @@ int sp_cmd_table(int argc, char **argv)
 			if (!sp_cli_row_limit(&a, &to.row_limit))
 				goto out;
 			break;
+		case OPT_PYTHON_STACK:
+			to.python_stack = true;
+			break;
 		case OPT_AGGREGATE:
 			if (sp_rollup_by_parse(a.value, &by) ||
 			    (by != SP_ROLLUP_FUNCTION && by != SP_ROLLUP_OP &&
@@ -138,6 +150,11 @@ int sp_cmd_table(int argc, char **argv)
 	}
 	if (!sp_cli_operands(&a, 1, "one PROFILE"))
 		goto out;
+	if (to.python_stack && by == SP_ROLLUP_MODULE_PATH) {
+		sp_cli_bad(&a, "--python-stack: module paths have no stack entries; it "
+			       "applies to functions and operators");
+		goto out;
+	}
 
 	rc = SP_EXIT_ERROR;
 	if (!sp_cli_output_ok(output))
@@ -148,6 +165,11 @@ int sp_cmd_table(int argc, char **argv)
 	/* operators by their Python callers, as with_stack groups them, when
 	 * the profile has Python frames to show */
 	to.python_callers = by == SP_ROLLUP_OP && to.stack_n && sp_has_python(in.model);
+	if (to.python_stack && to.stack_n && !sp_has_python(in.model))
+		sp_cli_warn("%s: --python-stack: the profile has no Python frames; the "
+			    "Source Location lists native ones",
+			    a.operands[0]);
+	to.python_stack = to.python_stack && by == SP_ROLLUP_FUNCTION && sp_has_python(in.model);
 	if (to.python_callers || by != SP_ROLLUP_FUNCTION) {
 		view = to.python_callers
 			   ? sp_cli_view_of(a.operands[0], in.model, SP_VIEW_OP_PYTHON)

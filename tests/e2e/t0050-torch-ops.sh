@@ -145,6 +145,21 @@ check "self shares still add up to 100% with the Python callers" \
 	awk 'NR > 3 && / [0-9.]+%  / { for (i = 1; i <= NF; i++) if ($i ~ /%$/) { s += $i; break } }
 		END { exit !(s > 99.8 && s < 100.2) }' pystack.txt
 
+# --- functions with their Python lines (--python-stack), as with_stack
+# shows a sample's: every Source Location line is a Python one, and the
+# convolution kernel's first is conv.py's _conv_forward
+"$SP" table a.prof --group-by-stack-n 3 --python-stack --row-limit 0 >fpy.txt
+head -12 fpy.txt
+awk 'NR > 3 && / [0-9.]+%  / { if (r) print r; n = $0; sub(/^ +/, "", n); sub(/  +[0-9.]+%.*/, "", n)
+	src = $0; sub(/^.*  [0-9]+  /, "", src); sub(/ +$/, "", src); r = n "\t" src; next }
+	NR > 3 && /^ +[^ -]/ && r { l = $0; sub(/^ +/, "", l); sub(/ +$/, "", l); r = r " | " l }
+	END { if (r) print r }' fpy.txt >fpyrows.txt
+check "--python-stack: every Source Location line of every function row is a Python line" \
+	awk -F'\t' '$2 != "" { k = split($2, l, / \| /); for (i = 1; i <= k; i++) if (l[i] !~ /\.py\([0-9]+\): /) bad++; n++ }
+		END { exit !(n > 20 && !bad) }' fpyrows.txt
+check "--python-stack: a convolution kernel's first line is conv.py's _conv_forward" \
+	awk -F'\t' '$1 ~ /conv/ && $2 ~ /^torch\/nn\/modules\/conv\.py\([0-9]+\): [A-Za-z0-9_.]*_conv_forward( |$)/ { ok = 1 } END { exit !ok }' fpyrows.txt
+
 # --- unnamed code counts for its operator
 "$SP" collapse --frame func --metric samples a.prof >native.folded
 "$SP" top a.prof --aggregate-by op --row-limit 0 >top-ops.txt
