@@ -109,8 +109,12 @@ static const struct sp_cli_cmd sp_run_cmd = {
     .about = "Runs CMD with libstackprof.so preloaded: every thread is sampled on its own\n"
 	     "CPU-time timer, stacks are unwound in the signal handler and streamed to a\n"
 	     "raw profile. Children (fork) write PATH.<pid>; exec'ed programs are profiled\n"
-	     "too. Options end at CMD: everything after it is CMD's. When CMD ends, a\n"
-	     "summary goes to stderr.\n"
+	     "too. When CMD ends, the profiles of other processes that took no sample\n"
+	     "(the short commands a shell script or pyenv's shim runs) are removed, and\n"
+	     "if CMD exec'ed another program and only that one took samples, its\n"
+	     "profile takes PATH. Options end at CMD: everything after it is CMD's.\n"
+	     "The summary on stderr is of CMD's own process (a wrapper's busiest child\n"
+	     "if CMD took almost no samples).\n"
 	     "\n"
 	     "CMD's exit status and signals pass through unchanged (but a run whose\n"
 	     "profile could not be written exits 1 where CMD exited 0; a path that\n"
@@ -188,6 +192,11 @@ struct sp_run {
 	int status;   /* the program's wait status */
 	char **files; /* profiles the processes wrote, in start order */
 	size_t nfiles;
+	/* after sp_run_tidy: each file's samples and pid (NULL if not read) */
+	uint64_t *samples;
+	int *pids;
+	size_t removed; /* profiles of other processes that took no samples */
+	bool moved;	/* files[0] now holds a later image's profile */
 	struct sp_run_error *errors;
 	size_t nerrors;
 };
@@ -902,13 +911,18 @@ static uint64_t sp_print_summary(const char *path, const struct sp_run_opts *o)
 }
 
 /* The samples in the profile at path (0 if it can't be read). */
-/* The samples in the profile at path (0 if it can't be read); its pid in *pid (-1 then). */
-static uint64_t sp_run_samples(const char *path, int *pid)
+/*
+ * The samples in the profile at path (0 if it can't be read); its pid in
+ * *pid (-1 then), and in *whole whether it is complete: its process ended
+ * (or exec'ed) and finished it.
+ */
+static uint64_t sp_run_samples(const char *path, int *pid, bool *whole)
 {
 	char err[256];
 	struct sp_profile *p = sp_profile_read(path, err, sizeof(err));
 	uint64_t n = p ? p->n_samples : 0;
 	*pid = p ? p->header.pid : -1;
+	*whole = p && p->status == SP_READ_OK;
 	sp_profile_free(p);
 	return n;
 }
@@ -1057,17 +1071,13 @@ static void sp_run_report(const struct sp_run *r)
 	 * without exec), is the summary of the busiest profile of all.
 	 */
 	const char *shown = first;
-	uint64_t first_n = 0, best_n = 0, own_n = 0, empty = 0;
+	uint64_t first_n = 0, best_n = 0, own_n = 0;
 	size_t own = 0, best = 0;
-	uint64_t *ns = r->o.summary && r->nfiles > 1 ? calloc(r->nfiles, sizeof(*ns)) : NULL;
-	int first_pid = -1;
+	const uint64_t *ns = r->samples; /* sp_run_tidy's, with more than one profile */
 	for (size_t k = 0; ns && k < r->nfiles; k++) {
-		int pid;
-		ns[k] = sp_run_samples(r->files[k], &pid);
 		if (k == 0)
-			first_n = ns[k], first_pid = pid;
-		empty += k > 0 && !ns[k];
-		if (pid == first_pid && ns[k] > own_n)
+			first_n = ns[k];
+		if (r->pids[k] == r->pids[0] && ns[k] > own_n)
 			own_n = ns[k], own = k;
 		if (ns[k] > best_n)
 			best_n = ns[k], best = k;
@@ -1104,24 +1114,24 @@ static void sp_run_report(const struct sp_run *r)
 			    r->o.out, first);
 	if (!r->o.summary)
 		return;
+	if (r->moved)
+		fprintf(stderr,
+			"stackprof: %s holds the profile of the image the program exec'ed, the "
+			"busiest of its process; the first image (a wrapper) took no samples\n",
+			first);
 	fprintf(stderr, "stackprof: wrote %s", first);
-	/* a shell or a shim forks many short commands: those that took no
-	 * samples are counted, not named */
-	bool listed = false;
 	for (size_t k = 1; k < r->nfiles; k++) {
-		if (ns && !ns[k] && empty > 3)
-			continue;
-		fprintf(stderr, "%s%s",
-			listed ? ", " : "; children and exec'ed images: ", r->files[k]);
+		fprintf(stderr, "%s%s", k == 1 ? "; children and exec'ed images: " : ", ",
+			r->files[k]);
 		if (ns)
 			fprintf(stderr, " (%llu samples)", (unsigned long long)ns[k]);
-		listed = true;
 	}
-	if (ns && empty > 3)
-		fprintf(stderr, "%s%llu more with no samples (%s.*)", listed ? ", and " : "; ",
-			(unsigned long long)empty, first);
-	free(ns);
 	fputc('\n', stderr);
+	if (r->removed)
+		fprintf(stderr,
+			"stackprof: %zu other process%s or image%s took no samples; %s removed\n",
+			r->removed, r->removed == 1 ? "" : "es", r->removed == 1 ? "" : "s",
+			r->removed == 1 ? "its profile was" : "their profiles were");
 	if (!best_n)
 		return;
 	fprintf(stderr, "stackprof: next: stackprof flamegraph %s -o profile.svg\n", shown);
@@ -1151,6 +1161,66 @@ static int sp_run_end_like_child(const struct sp_run *r, int rc)
 	return status ? status : rc;
 }
 
+/*
+ * Tidies what the processes left, once the run is over. pyenv's shim, or
+ * any shell script, forks dozens of short commands and execs through
+ * more: each wrote a profile, almost all of them without a sample. Those
+ * of processes other than the first one's are removed. When the first
+ * image took none and a later image of the same process did (a shim that
+ * exec'ed the interpreter), the busiest of them takes the place of the
+ * first at PATH, so that PATH holds the program's profile.
+ */
+static void sp_run_tidy(struct sp_run *r)
+{
+	if (r->discard || r->nfiles < 2 || sp_run_write_error(r, r->files[0]))
+		return;
+	r->samples = calloc(r->nfiles, sizeof(*r->samples));
+	r->pids = calloc(r->nfiles, sizeof(*r->pids));
+	if (!r->samples || !r->pids) {
+		free(r->samples);
+		free(r->pids);
+		r->samples = NULL;
+		r->pids = NULL;
+		return;
+	}
+	/* a profile still being written (a process that outlived the run)
+	 * is neither moved nor removed */
+	bool *whole = calloc(r->nfiles, sizeof(*whole));
+	for (size_t k = 0; k < r->nfiles; k++)
+		r->samples[k] =
+		    sp_run_samples(r->files[k], &r->pids[k], whole ? &whole[k] : &(bool){0});
+	size_t img = 0;
+	for (size_t k = 1; whole && k < r->nfiles; k++)
+		if (r->pids[k] == r->pids[0] && r->pids[0] > 0 && whole[k] &&
+		    r->samples[k] > r->samples[img])
+			img = k;
+	if (!r->samples[0] && img && !sp_run_write_error(r, r->files[img]) &&
+	    rename(r->files[img], r->files[0]) == 0) {
+		r->samples[0] = r->samples[img];
+		r->samples[img] = 0;
+		r->moved = true;
+	}
+	size_t n = 1;
+	for (size_t k = 1; k < r->nfiles; k++) {
+		bool gone = k == img && r->moved;
+		if (!gone && whole && whole[k] && !r->samples[k] &&
+		    !sp_run_write_error(r, r->files[k]) && unlink(r->files[k]) == 0) {
+			r->removed++;
+			gone = true;
+		}
+		if (gone) {
+			free(r->files[k]);
+			continue;
+		}
+		r->files[n] = r->files[k];
+		r->samples[n] = r->samples[k];
+		r->pids[n] = r->pids[k];
+		n++;
+	}
+	r->nfiles = n;
+	free(whole);
+}
+
 static void sp_run_release(struct sp_run *r)
 {
 	if (r->have_manifest)
@@ -1160,6 +1230,8 @@ static void sp_run_release(struct sp_run *r)
 	for (size_t k = 0; k < r->nfiles; k++)
 		free(r->files[k]);
 	free(r->files);
+	free(r->samples);
+	free(r->pids);
 	for (size_t k = 0; k < r->nerrors; k++)
 		free(r->errors[k].path);
 	free(r->errors);
@@ -1180,6 +1252,7 @@ int sp_cmd_run(int argc, char **argv)
 	    (rc = sp_run_spawn(&r)) || (rc = sp_run_wait(&r)))
 		goto out;
 	rc = sp_run_collect(&r);
+	sp_run_tidy(&r);
 	sp_run_report(&r);
 	rc = sp_run_end_like_child(&r, rc);
 out:

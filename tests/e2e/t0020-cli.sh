@@ -119,6 +119,18 @@ check "through a wrapper: the summary says it is of the child's profile" \
 check "through a wrapper: the summary is chain's, with its work" grep -q 'leaf_spin' wrap.err
 check "through a wrapper: next steps name the child's profile" \
 	grep -q '^stackprof: next: stackprof flamegraph .*/w\.prof\.[0-9]* ' wrap.err
+# a wrapper that execs the program (pyenv's shim does): PATH holds the
+# program's profile, not the wrapper's empty one, and nothing is left beside it
+"$SP" run -o e.prof -- sh -c 'exec "$0" 1 >/dev/null' "$BIN/chain" 2>exec.err
+check "through an exec: PATH holds the exec'ed program's profile" \
+	bash -c "'$SP' collapse --frame func e.prof | grep -q ';leaf_spin '"
+check "through an exec: the summary says so" grep -q '^stackprof: .*/e\.prof holds the profile of the image the program exec' exec.err
+check "through an exec: no other profile is left" bash -c '! ls e.prof.* >/dev/null 2>&1'
+# short commands a wrapper runs take no samples: their profiles are removed
+"$SP" run -o t.prof -- sh -c '/bin/true; /bin/true | cat; "$0" 1 >/dev/null' "$BIN/chain" 2>tidy.err
+check "short commands' empty profiles are removed, and counted" \
+	grep -Eq '^stackprof: [3-9] other processes or images took no samples; their profiles were removed' tidy.err
+check "the busy child's profile stays" [ "$(ls t.prof.* 2>/dev/null | wc -l)" -eq 1 ]
 # nothing sampled: the summary says why, and suggests no flame graph of it
 "$SP" run --paused -o paused.prof -- "$BIN/chain" 1 >/dev/null 2>paused.err
 check "--paused, never started: the summary says why there are no samples" \
