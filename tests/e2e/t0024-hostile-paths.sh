@@ -130,15 +130,21 @@ check "the second says where its own went" grep -q 'was being written or replace
 mkdir -p rel/sub
 (
 	cd rel || exit 1
-	"$SP" run --no-summary -o r.prof -- sh -c 'cd sub && /bin/true && exec /bin/true' >/dev/null
-	"$SP" run --no-summary -- sh -c 'cd sub && exec /bin/true' >/dev/null
+	# the child and the exec'ed image work, so that run keeps their
+	# profiles (it removes other processes' empty ones, and the exec'ed
+	# image's takes the place of the shell's, which took no sample)
+	"$SP" run --no-summary -o r.prof -- sh -c 'cd sub && "$0" 0.2 && exec "$0" 0.2' \
+		"$BIN/chain" >/dev/null
+	"$SP" run --no-summary -- sh -c 'cd sub && exec "$0" 0.2' "$BIN/chain" >/dev/null
 	LD_PRELOAD="$LIB" STACKPROF_OUT=p.prof sh -c 'cd sub && exec /bin/true'
 )
 ls -R rel
-check "run -o r.prof: the shell's, its child's and its exec'ed image's profiles are beside it" \
-	[ -s rel/r.prof -a "$(ls rel/r.prof.* 2>/dev/null | wc -l)" -eq 2 ]
-check "run without -o: both profiles in the directory it started in" \
-	[ "$(ls rel/stackprof.*.prof* 2>/dev/null | wc -l)" -eq 2 ]
+cmd_of() { "$SP" info --no-symbols "$1" 2>/dev/null | awk '$1 == "command:" { print $2 }'; }
+check "run -o r.prof: its child's profile is beside it, and the exec'ed image's is r.prof" \
+	[ -s rel/r.prof -a "$(ls rel/r.prof.* 2>/dev/null | wc -l)" -eq 1 -a "$(cmd_of rel/r.prof)" = "$BIN/chain" ]
+check "run without -o: the exec'ed image's profile in the directory it started in" \
+	[ "$(ls rel/stackprof.*.prof* 2>/dev/null | wc -l)" -eq 1 -a \
+	"$(cmd_of "$(ls rel/stackprof.*.prof* 2>/dev/null | head -1)")" = "$BIN/chain" ]
 check "STACKPROF_OUT=p.prof: both in the starting directory" \
 	[ -s rel/p.prof -a "$(ls rel/p.prof.* 2>/dev/null | wc -l)" -eq 1 ]
 check "nothing where the program went" [ -z "$(ls rel/sub)" ]
