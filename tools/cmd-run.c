@@ -111,7 +111,7 @@ static const struct sp_cli_cmd sp_run_cmd = {
 	     "raw profile. Children (fork) write PATH.<pid>; exec'ed programs are profiled\n"
 	     "too. When CMD ends, the profiles of other processes that took no sample\n"
 	     "(the short commands a shell script or pyenv's shim runs) are removed, and\n"
-	     "if CMD exec'ed another program and only that one took samples, its\n"
+	     "if CMD took none but a program it exec'ed did, the busiest such image's\n"
 	     "profile takes PATH. Options end at CMD: everything after it is CMD's.\n"
 	     "The summary on stderr is of CMD's own process (a wrapper's busiest child\n"
 	     "if CMD took almost no samples).\n"
@@ -913,16 +913,18 @@ static uint64_t sp_print_summary(const char *path, const struct sp_run_opts *o)
 /* The samples in the profile at path (0 if it can't be read). */
 /*
  * The samples in the profile at path (0 if it can't be read); its pid in
- * *pid (-1 then), and in *whole whether it is complete: its process ended
- * (or exec'ed) and finished it.
+ * *pid (-1 then), and in *bare whether it holds nothing to look at: it is
+ * complete (its process ended or exec'ed, and finished it), without a
+ * sample, and without a sample lost, skipped or stood aside for.
  */
-static uint64_t sp_run_samples(const char *path, int *pid, bool *whole)
+static uint64_t sp_run_samples(const char *path, int *pid, bool *bare)
 {
 	char err[256];
 	struct sp_profile *p = sp_profile_read(path, err, sizeof(err));
 	uint64_t n = p ? p->n_samples : 0;
 	*pid = p ? p->header.pid : -1;
-	*whole = p && p->status == SP_READ_OK;
+	*bare = p && p->status == SP_READ_OK && !n && p->has_stats && !p->stats.drops &&
+		!p->stats.skipped && !p->stats.throttled && !p->stats.aside;
 	sp_profile_free(p);
 	return n;
 }
@@ -1090,13 +1092,15 @@ static void sp_run_report(const struct sp_run *r)
 		shown = r->files[best];
 		child = true;
 	}
-	if (shown != first)
+	if (shown != first && r->o.summary && child)
 		fprintf(stderr,
-			child
-			    ? "stackprof: the summary is of %s, the profile with the most samples "
-			      "(%llu; %s, the program's own process, has %llu)\n"
-			    : "stackprof: the summary is of %s, the image the program exec'ed "
-			      "(%llu samples; %s, the first one, has %llu)\n",
+			"stackprof: the summary is of %s, the profile with the most samples "
+			"(%llu; the program's own process took %llu)\n",
+			shown, (unsigned long long)best_n, (unsigned long long)own_n);
+	else if (shown != first && r->o.summary)
+		fprintf(stderr,
+			"stackprof: the summary is of %s, the image the program exec'ed "
+			"(%llu samples; %s, the first one, has %llu)\n",
 			shown, (unsigned long long)best_n, first, (unsigned long long)first_n);
 	if (r->o.summary)
 		best_n = sp_print_summary(shown, &r->o);
@@ -1164,11 +1168,13 @@ static int sp_run_end_like_child(const struct sp_run *r, int rc)
 /*
  * Tidies what the processes left, once the run is over. pyenv's shim, or
  * any shell script, forks dozens of short commands and execs through
- * more: each wrote a profile, almost all of them without a sample. Those
- * of processes other than the first one's are removed. When the first
- * image took none and a later image of the same process did (a shim that
- * exec'ed the interpreter), the busiest of them takes the place of the
- * first at PATH, so that PATH holds the program's profile.
+ * more: each wrote a profile, almost all of them with nothing in it. Such
+ * bare profiles (sp_run_samples) are removed, but for the first one at
+ * PATH. When that first image's is bare and a later image of the same
+ * process took samples (a shim that exec'ed the interpreter), the busiest
+ * of those takes its place at PATH, so that PATH holds the program's
+ * profile. A profile still being written (by a process that outlived the
+ * run) is never bare, so never touched.
  */
 static void sp_run_tidy(struct sp_run *r)
 {
@@ -1183,19 +1189,21 @@ static void sp_run_tidy(struct sp_run *r)
 		r->pids = NULL;
 		return;
 	}
-	/* a profile still being written (a process that outlived the run)
-	 * is neither moved nor removed */
-	bool *whole = calloc(r->nfiles, sizeof(*whole));
+	bool *bare = calloc(r->nfiles, sizeof(*bare));
 	for (size_t k = 0; k < r->nfiles; k++)
 		r->samples[k] =
-		    sp_run_samples(r->files[k], &r->pids[k], whole ? &whole[k] : &(bool){0});
+		    sp_run_samples(r->files[k], &r->pids[k], bare ? &bare[k] : &(bool){0});
+	/* STACKPROF_OVERWRITE=1 lets a later process take PATH itself: the
+	 * manifest then names it again, and none of those is touched */
+	for (size_t k = 1; bare && k < r->nfiles; k++)
+		if (!strcmp(r->files[k], r->files[0]) || sp_same_file(r->files[k], r->files[0]))
+			bare[k] = bare[0] = false;
 	size_t img = 0;
-	for (size_t k = 1; whole && k < r->nfiles; k++)
-		if (r->pids[k] == r->pids[0] && r->pids[0] > 0 && whole[k] &&
-		    r->samples[k] > r->samples[img])
+	for (size_t k = 1; bare && k < r->nfiles; k++)
+		if (r->pids[k] == r->pids[0] && r->pids[0] > 0 && r->samples[k] > r->samples[img] &&
+		    !sp_run_write_error(r, r->files[k]) && !sp_same_file(r->files[k], r->files[0]))
 			img = k;
-	if (!r->samples[0] && img && !sp_run_write_error(r, r->files[img]) &&
-	    rename(r->files[img], r->files[0]) == 0) {
+	if (bare && bare[0] && img && rename(r->files[img], r->files[0]) == 0) {
 		r->samples[0] = r->samples[img];
 		r->samples[img] = 0;
 		r->moved = true;
@@ -1203,8 +1211,8 @@ static void sp_run_tidy(struct sp_run *r)
 	size_t n = 1;
 	for (size_t k = 1; k < r->nfiles; k++) {
 		bool gone = k == img && r->moved;
-		if (!gone && whole && whole[k] && !r->samples[k] &&
-		    !sp_run_write_error(r, r->files[k]) && unlink(r->files[k]) == 0) {
+		if (!gone && bare && bare[k] && !sp_run_write_error(r, r->files[k]) &&
+		    unlink(r->files[k]) == 0) {
 			r->removed++;
 			gone = true;
 		}
@@ -1218,7 +1226,7 @@ static void sp_run_tidy(struct sp_run *r)
 		n++;
 	}
 	r->nfiles = n;
-	free(whole);
+	free(bare);
 }
 
 static void sp_run_release(struct sp_run *r)

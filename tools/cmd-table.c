@@ -73,7 +73,7 @@ static const struct sp_cli_cmd sp_table_cmd = {
 	     "frames, its N innermost operators.\n"
 	     "--python-stack does the same for the rows of functions: their Source\n"
 	     "Location is the N Python lines that called them, and a Python\n"
-	     "function's starts with its own line.\n"
+	     "function's starts with its own line (so its rows split by line).\n"
 	     "--aggregate-by module-path makes them nn.Module paths (ResNet/layer1/0),\n"
 	     "self time the innermost module's, total time each enclosing module's;\n"
 	     "samples in none are '[no module]'.\n",
@@ -165,7 +165,7 @@ int sp_cmd_table(int argc, char **argv)
 	/* operators by their Python callers, as with_stack groups them, when
 	 * the profile has Python frames to show */
 	to.python_callers = by == SP_ROLLUP_OP && to.stack_n && sp_has_python(in.model);
-	if (to.python_stack && to.stack_n && !sp_has_python(in.model))
+	if (to.python_stack && to.stack_n && by == SP_ROLLUP_FUNCTION && !sp_has_python(in.model))
 		sp_cli_warn("%s: --python-stack: the profile has no Python frames; the "
 			    "Source Location lists native ones",
 			    a.operands[0]);

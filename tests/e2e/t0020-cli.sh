@@ -131,6 +131,14 @@ check "through an exec: no other profile is left" bash -c '! ls e.prof.* >/dev/n
 check "short commands' empty profiles are removed, and counted" \
 	grep -Eq '^stackprof: [3-9] other processes or images took no samples; their profiles were removed' tidy.err
 check "the busy child's profile stays" [ "$(ls t.prof.* 2>/dev/null | wc -l)" -eq 1 ]
+# --no-summary says nothing, whichever profile a summary would have shown
+"$SP" run --no-summary -o ns.prof -- sh -c '"$0" 0.3 >/dev/null' "$BIN/chain" 2>ns.err
+check "--no-summary through a wrapper: nothing on stderr" [ ! -s ns.err ]
+# STACKPROF_OVERWRITE=1: the exec'ed image takes PATH itself, and the
+# manifest names it twice; the tidy must not remove it as an empty other
+STACKPROF_OVERWRITE=1 "$SP" run -o ov.prof -- sh -c 'exec /bin/true' 2>ov.err
+check "STACKPROF_OVERWRITE=1 and an exec: PATH is still there, and reads" \
+	"$SP" info --no-symbols ov.prof
 # nothing sampled: the summary says why, and suggests no flame graph of it
 "$SP" run --paused -o paused.prof -- "$BIN/chain" 1 >/dev/null 2>paused.err
 check "--paused, never started: the summary says why there are no samples" \
