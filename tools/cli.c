@@ -246,6 +246,22 @@ bool sp_cli_ulong(struct sp_cli_args *a, unsigned long min, unsigned long max, u
 	return true;
 }
 
+bool sp_cli_regex(struct sp_cli_args *a, regex_t *re, bool *have)
+{
+	if (*have)
+		regfree(re);
+	*have = false;
+	int e = regcomp(re, a->value, REG_EXTENDED | REG_NOSUB);
+	if (e) {
+		char msg[256];
+		regerror(e, re, msg, sizeof(msg));
+		sp_cli_bad(a, "%s: '%s': %s", a->spelled, a->value, msg);
+		return false;
+	}
+	*have = true;
+	return true;
+}
+
 bool sp_cli_row_limit(struct sp_cli_args *a, size_t *out)
 {
 	const char *s = a->value;

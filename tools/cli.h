@@ -27,6 +27,7 @@
 #ifndef SP_TOOLS_CLI_H
 #define SP_TOOLS_CLI_H
 
+#include <regex.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -115,6 +116,13 @@ bool sp_cli_operands(struct sp_cli_args *a, int want, const char *what);
 
 /* Parses the current option's value as an integer in [min, max] (a usage error if not). */
 bool sp_cli_ulong(struct sp_cli_args *a, unsigned long min, unsigned long max, unsigned long *out);
+
+/*
+ * --name REGEX: compiles the current option's value (POSIX extended,
+ * matched anywhere) into *re, freeing an earlier one if *have; a usage
+ * error, and *have false, if it does not compile.
+ */
+bool sp_cli_regex(struct sp_cli_args *a, regex_t *re, bool *have);
 
 /* --row-limit N: 0 or -1 (torch's spelling) print every row. */
 bool sp_cli_row_limit(struct sp_cli_args *a, size_t *out);

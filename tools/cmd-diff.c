@@ -135,22 +135,12 @@ int sp_cmd_diff(int argc, char **argv)
 		case OPT_COLLAPSED:
 			collapsed = true;
 			break;
-		case OPT_NAME: {
-			if (have_re)
-				regfree(&re);
-			have_re = false;
-			int e = regcomp(&re, a.value, REG_EXTENDED | REG_NOSUB);
-			if (e) {
-				char msg[256];
-				regerror(e, &re, msg, sizeof(msg));
-				sp_cli_bad(&a, "--name: '%s': %s", a.value, msg);
+		case OPT_NAME:
+			if (!sp_cli_regex(&a, &re, &have_re))
 				goto out;
-			}
-			have_re = true;
 			dopt.name_re = &re;
 			dopt.name_pattern = a.value;
 			break;
-		}
 		case SP_OPT_METRIC:
 			if (!sp_cli_metric(&a, &co.metric))
 				goto out;

@@ -101,21 +101,11 @@ int sp_cmd_top(int argc, char **argv)
 				goto out;
 			}
 			break;
-		case OPT_NAME: {
-			if (have_re)
-				regfree(&re);
-			have_re = false;
-			int e = regcomp(&re, a.value, REG_EXTENDED | REG_NOSUB);
-			if (e) {
-				char msg[256];
-				regerror(e, &re, msg, sizeof(msg));
-				sp_cli_bad(&a, "--name: '%s': %s", a.value, msg);
+		case OPT_NAME:
+			if (!sp_cli_regex(&a, &re, &have_re))
 				goto out;
-			}
-			have_re = true;
 			to.name_re = &re;
 			break;
-		}
 		case OPT_AGGREGATE:
 			if (sp_rollup_by_parse(a.value, &to.by)) {
 				sp_cli_bad(&a, "--aggregate-by: '%s' is not " SP_ROLLUP_KEYS,
