@@ -192,9 +192,11 @@ struct sp_run {
 	int status;   /* the program's wait status */
 	char **files; /* profiles the processes wrote, in start order */
 	size_t nfiles;
-	/* after sp_run_tidy: each file's samples and pid (NULL if not read) */
+	/* each file's samples, pid and bareness (sp_run_inspect; NULL if
+	 * there was no memory for them) */
 	uint64_t *samples;
 	int *pids;
+	bool *bare;
 	size_t removed; /* profiles of other processes that took no samples */
 	bool moved;	/* files[0] now holds a later image's profile */
 	struct sp_run_error *errors;
@@ -805,16 +807,32 @@ static int sp_run_write_error(const struct sp_run *r, const char *path)
 	return 0;
 }
 
-/* Removes /tmp/perf-<pid>.map files that exist only because we set DNNL_JIT_PROFILE. */
-static void sp_remove_perf_map(const char *prof_path)
+/*
+ * Reads profile k once, for what the run does after the program: its
+ * samples and pid (0 and -1 if it can't be read), and whether it is bare:
+ * complete (its process ended or exec'ed, and finished it), without a
+ * sample, and without a sample lost, skipped or stood aside for
+ * (sp_run_tidy). With set_jit, also removes the /tmp/perf-<pid>.map file
+ * that exists only because we set DNNL_JIT_PROFILE.
+ */
+static void sp_run_inspect(struct sp_run *r, size_t k)
 {
-	struct sp_profile *p = sp_profile_read(prof_path, NULL, 0);
+	struct sp_profile *p = sp_profile_read(r->files[k], NULL, 0);
+	uint64_t n = p ? p->n_samples : 0;
+	if (r->samples) {
+		r->samples[k] = n;
+		r->pids[k] = p ? p->header.pid : -1;
+		r->bare[k] = p && p->status == SP_READ_OK && !n && p->has_stats &&
+			     !p->stats.drops && !p->stats.skipped && !p->stats.throttled &&
+			     !p->stats.aside;
+	}
 	if (!p)
 		return;
 	char map[64];
 	snprintf(map, sizeof(map), "/tmp/perf-%d.map", p->header.pid);
 	struct stat st;
-	if (p->n_jits && lstat(map, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid())
+	if (r->set_jit && p->n_jits && lstat(map, &st) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_uid == getuid())
 		unlink(map);
 	sp_profile_free(p);
 }
@@ -868,9 +886,21 @@ static int sp_run_collect(struct sp_run *r)
 	sp_run_read_manifest(r);
 	unlink(r->manifest);
 	r->have_manifest = false;
-	if (r->set_jit)
+	/* + 1: no files is not out of memory */
+	r->samples = calloc(r->nfiles + 1, sizeof(*r->samples));
+	r->pids = calloc(r->nfiles + 1, sizeof(*r->pids));
+	r->bare = calloc(r->nfiles + 1, sizeof(*r->bare));
+	if (!r->samples || !r->pids || !r->bare) {
+		free(r->samples);
+		free(r->pids);
+		free(r->bare);
+		r->samples = NULL;
+		r->pids = NULL;
+		r->bare = NULL;
+	}
+	if (r->set_jit || r->samples)
 		for (size_t k = 0; k < r->nfiles; k++)
-			sp_remove_perf_map(r->files[k]);
+			sp_run_inspect(r, k);
 	if (r->nfiles && sp_run_write_error(r, r->files[0]))
 		return SP_EXIT_ERROR; /* never over the earlier profile */
 	if (r->replace && r->nfiles && !r->discard)
@@ -911,24 +941,6 @@ static uint64_t sp_print_summary(const char *path, const struct sp_run_opts *o)
 }
 
 /* The samples in the profile at path (0 if it can't be read). */
-/*
- * The samples in the profile at path (0 if it can't be read); its pid in
- * *pid (-1 then), and in *bare whether it holds nothing to look at: it is
- * complete (its process ended or exec'ed, and finished it), without a
- * sample, and without a sample lost, skipped or stood aside for.
- */
-static uint64_t sp_run_samples(const char *path, int *pid, bool *bare)
-{
-	char err[256];
-	struct sp_profile *p = sp_profile_read(path, err, sizeof(err));
-	uint64_t n = p ? p->n_samples : 0;
-	*pid = p ? p->header.pid : -1;
-	*bare = p && p->status == SP_READ_OK && !n && p->has_stats && !p->stats.drops &&
-		!p->stats.skipped && !p->stats.throttled && !p->stats.aside;
-	sp_profile_free(p);
-	return n;
-}
-
 /* Why the library could not write a profile, in a user's words. */
 static const char *sp_write_error_text(int err)
 {
@@ -1075,7 +1087,7 @@ static void sp_run_report(const struct sp_run *r)
 	const char *shown = first;
 	uint64_t first_n = 0, best_n = 0, own_n = 0;
 	size_t own = 0, best = 0;
-	const uint64_t *ns = r->samples; /* sp_run_tidy's, with more than one profile */
+	const uint64_t *ns = r->samples; /* sp_run_inspect's */
 	for (size_t k = 0; ns && k < r->nfiles; k++) {
 		if (k == 0)
 			first_n = ns[k];
@@ -1169,7 +1181,7 @@ static int sp_run_end_like_child(const struct sp_run *r, int rc)
  * Tidies what the processes left, once the run is over. pyenv's shim, or
  * any shell script, forks dozens of short commands and execs through
  * more: each wrote a profile, almost all of them with nothing in it. Such
- * bare profiles (sp_run_samples) are removed, but for the first one at
+ * bare profiles (sp_run_inspect) are removed, but for the first one at
  * PATH. When that first image's is bare and a later image of the same
  * process took samples (a shim that exec'ed the interpreter), the busiest
  * of those takes its place at PATH, so that PATH holds the program's
@@ -1178,32 +1190,20 @@ static int sp_run_end_like_child(const struct sp_run *r, int rc)
  */
 static void sp_run_tidy(struct sp_run *r)
 {
-	if (r->discard || r->nfiles < 2 || sp_run_write_error(r, r->files[0]))
+	bool *bare = r->bare;
+	if (r->discard || r->nfiles < 2 || !bare || sp_run_write_error(r, r->files[0]))
 		return;
-	r->samples = calloc(r->nfiles, sizeof(*r->samples));
-	r->pids = calloc(r->nfiles, sizeof(*r->pids));
-	if (!r->samples || !r->pids) {
-		free(r->samples);
-		free(r->pids);
-		r->samples = NULL;
-		r->pids = NULL;
-		return;
-	}
-	bool *bare = calloc(r->nfiles, sizeof(*bare));
-	for (size_t k = 0; k < r->nfiles; k++)
-		r->samples[k] =
-		    sp_run_samples(r->files[k], &r->pids[k], bare ? &bare[k] : &(bool){0});
 	/* STACKPROF_OVERWRITE=1 lets a later process take PATH itself: the
 	 * manifest then names it again, and none of those is touched */
-	for (size_t k = 1; bare && k < r->nfiles; k++)
+	for (size_t k = 1; k < r->nfiles; k++)
 		if (!strcmp(r->files[k], r->files[0]) || sp_same_file(r->files[k], r->files[0]))
 			bare[k] = bare[0] = false;
 	size_t img = 0;
-	for (size_t k = 1; bare && k < r->nfiles; k++)
+	for (size_t k = 1; k < r->nfiles; k++)
 		if (r->pids[k] == r->pids[0] && r->pids[0] > 0 && r->samples[k] > r->samples[img] &&
 		    !sp_run_write_error(r, r->files[k]) && !sp_same_file(r->files[k], r->files[0]))
 			img = k;
-	if (bare && bare[0] && img && rename(r->files[img], r->files[0]) == 0) {
+	if (bare[0] && img && rename(r->files[img], r->files[0]) == 0) {
 		r->samples[0] = r->samples[img];
 		r->samples[img] = 0;
 		r->moved = true;
@@ -1211,7 +1211,7 @@ static void sp_run_tidy(struct sp_run *r)
 	size_t n = 1;
 	for (size_t k = 1; k < r->nfiles; k++) {
 		bool gone = k == img && r->moved;
-		if (!gone && bare && bare[k] && !sp_run_write_error(r, r->files[k]) &&
+		if (!gone && bare[k] && !sp_run_write_error(r, r->files[k]) &&
 		    unlink(r->files[k]) == 0) {
 			r->removed++;
 			gone = true;
@@ -1223,10 +1223,10 @@ static void sp_run_tidy(struct sp_run *r)
 		r->files[n] = r->files[k];
 		r->samples[n] = r->samples[k];
 		r->pids[n] = r->pids[k];
+		bare[n] = bare[k];
 		n++;
 	}
 	r->nfiles = n;
-	free(bare);
 }
 
 static void sp_run_release(struct sp_run *r)
@@ -1240,6 +1240,7 @@ static void sp_run_release(struct sp_run *r)
 	free(r->files);
 	free(r->samples);
 	free(r->pids);
+	free(r->bare);
 	for (size_t k = 0; k < r->nerrors; k++)
 		free(r->errors[k].path);
 	free(r->errors);
