@@ -94,7 +94,7 @@ writer = tasks + writer[0] + "/schedstat"
 
 def writer_cpu():
     with open(writer) as f:
-        return int(f.read().split()[0]) / 1e9  # its time on a CPU, in ns
+        return int(f.read().split()[0]) / 1e9  # its time on a CPU (ns in schedstat), in s
 
 
 def timed(on):
