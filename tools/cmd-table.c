@@ -164,12 +164,13 @@ int sp_cmd_table(int argc, char **argv)
 	model = in.model;
 	/* operators by their Python callers, as with_stack groups them, when
 	 * the profile has Python frames to show */
-	to.python_callers = by == SP_ROLLUP_OP && to.stack_n && sp_has_python(in.model);
-	if (to.python_stack && to.stack_n && by == SP_ROLLUP_FUNCTION && !sp_has_python(in.model))
+	bool python = sp_has_python(in.model);
+	to.python_callers = by == SP_ROLLUP_OP && to.stack_n && python;
+	if (to.python_stack && to.stack_n && by == SP_ROLLUP_FUNCTION && !python)
 		sp_cli_warn("%s: --python-stack: the profile has no Python frames; the "
 			    "Source Location lists native ones",
 			    a.operands[0]);
-	to.python_stack = to.python_stack && by == SP_ROLLUP_FUNCTION && sp_has_python(in.model);
+	to.python_stack = to.python_stack && by == SP_ROLLUP_FUNCTION && python;
 	if (to.python_callers || by != SP_ROLLUP_FUNCTION) {
 		view = to.python_callers
 			   ? sp_cli_view_of(a.operands[0], in.model, SP_VIEW_OP_PYTHON)

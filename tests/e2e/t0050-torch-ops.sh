@@ -129,11 +129,14 @@ check "--group-by-stack-n 4 without Python frames: the convolution's operator st
 # --- with Python frames: the Python lines that called each operator
 "$SP" table a.prof --aggregate-by op --group-by-stack-n 5 --row-limit 0 >pystack.txt
 head -16 pystack.txt
-# one line per row: NAME<TAB>its Source Location lines joined by " | "
-awk 'NR > 3 && / [0-9.]+%  / { if (r) print r; n = $0; sub(/^ +/, "", n); sub(/  +[0-9.]+%.*/, "", n)
-	src = $0; sub(/^.*  [0-9]+  /, "", src); sub(/ +$/, "", src); r = n "\t" src; next }
-	NR > 3 && /^ +[^ -]/ && r { l = $0; sub(/^ +/, "", l); sub(/ +$/, "", l); r = r " | " l }
-	END { if (r) print r }' pystack.txt >pyrows.txt
+# rows TABLE: one line per row, NAME<TAB>its Source Location lines joined by " | "
+rows() {
+	awk 'NR > 3 && / [0-9.]+%  / { if (r) print r; n = $0; sub(/^ +/, "", n); sub(/  +[0-9.]+%.*/, "", n)
+		src = $0; sub(/^.*  [0-9]+  /, "", src); sub(/ +$/, "", src); r = n "\t" src; next }
+		NR > 3 && /^ +[^ -]/ && r { l = $0; sub(/^ +/, "", l); sub(/ +$/, "", l); r = r " | " l }
+		END { if (r) print r }' "$1"
+}
+rows pystack.txt >pyrows.txt
 check "the convolution's first Source Location line is conv.py's _conv_forward" \
 	awk -F'\t' '$1 == "aten::mkldnn_convolution" { split($2, l, / \| /); ok = l[1] ~ /^torch\/nn\/modules\/conv\.py\([0-9]+\): [A-Za-z0-9_.]*_conv_forward$/; exit }
 		END { exit !ok }' pyrows.txt
@@ -150,10 +153,7 @@ check "self shares still add up to 100% with the Python callers" \
 # convolution kernel's first is conv.py's _conv_forward
 "$SP" table a.prof --group-by-stack-n 3 --python-stack --row-limit 0 >fpy.txt
 head -12 fpy.txt
-awk 'NR > 3 && / [0-9.]+%  / { if (r) print r; n = $0; sub(/^ +/, "", n); sub(/  +[0-9.]+%.*/, "", n)
-	src = $0; sub(/^.*  [0-9]+  /, "", src); sub(/ +$/, "", src); r = n "\t" src; next }
-	NR > 3 && /^ +[^ -]/ && r { l = $0; sub(/^ +/, "", l); sub(/ +$/, "", l); r = r " | " l }
-	END { if (r) print r }' fpy.txt >fpyrows.txt
+rows fpy.txt >fpyrows.txt
 check "--python-stack: every Source Location line of every function row is a Python line" \
 	awk -F'\t' '$2 != "" { k = split($2, l, / \| /); for (i = 1; i <= k; i++) if (l[i] !~ /\.py\([0-9]+\): /) bad++; n++ }
 		END { exit !(n > 20 && !bad) }' fpyrows.txt
