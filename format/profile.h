@@ -262,6 +262,10 @@ struct sp_prof_stats {
 	 * set-up on the program's threads (start-up, each thread's attach) */
 	uint64_t writer_ns;
 	uint64_t setup_ns;
+	/* the program's system calls that our signal cut short: they returned
+	 * EINTR to it (a timer that signals a thread from outside can reach it
+	 * as it waits in poll, nanosleep, epoll_wait or io_uring_enter) */
+	uint64_t syscalls_cut;
 };
 
 /* -------------------------------------------------------- profile writer */

@@ -325,6 +325,7 @@ int sp_prof_writer_stats(struct sp_prof_writer *w, const struct sp_prof_stats *s
 	sp_buf_put_uleb(b, s->py_bad_tstates);
 	sp_buf_put_uleb(b, s->writer_ns);
 	sp_buf_put_uleb(b, s->setup_ns);
+	sp_buf_put_uleb(b, s->syscalls_cut);
 	return sp_prof_writer_emit(w, SP_REC_STATS);
 }
 

@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <ucontext.h>
 
 /*
  * Up to this long, the handler's wall time stands for its CPU time: a
@@ -71,6 +72,28 @@ SP_SIGSAFE static uint64_t sp_stack_hash(const uint64_t *pcs, size_t n, uint32_t
 	return h ? h : 1;
 }
 
+/*
+ * Whether this signal cut a system call of the program short, so that it
+ * returns EINTR: the kernel delivers a signal that came while a thread
+ * waited (poll, nanosleep, epoll_wait, io_uring_enter, ...) with the pc
+ * just past the `syscall` instruction (0f 05) and -EINTR in rax; a call it
+ * restarts (SA_RESTART) has the pc back on the instruction instead. pc is
+ * where the thread goes on, so its page is mapped; a pc at the very start
+ * of a page is not looked behind (the page before may not be), and such a
+ * cut is not counted. Signal-safe.
+ */
+SP_SIGSAFE static bool sp_cut_syscall(const void *ucv)
+{
+	const ucontext_t *uc = ucv;
+	if (uc->uc_mcontext.gregs[REG_RAX] != -EINTR)
+		return false;
+	uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+	if ((pc & 4095) < 2)
+		return false;
+	const uint8_t *insn = (const uint8_t *)pc - 2;
+	return insn[0] == 0x0f && insn[1] == 0x05;
+}
+
 void sp_handler_body(int sig, siginfo_t *si, void *uc)
 {
 	int saved_errno = errno;
@@ -93,6 +116,8 @@ void sp_handler_body(int sig, siginfo_t *si, void *uc)
 		goto out;
 	}
 	atomic_fetch_add_explicit(&t->signals, 1, memory_order_relaxed);
+	if (sp_cut_syscall(uc))
+		atomic_fetch_add_explicit(&t->cut_calls, 1, memory_order_relaxed);
 	/* The thread's CPU clock is a system call (0.5 us in a VM); it gives
 	 * the weight. The monotonic clock (vDSO, 25 ns) stamps the sample and
 	 * times the handler. */

@@ -54,6 +54,7 @@
 	X(sp_handler_body)                                                                         \
 	X(sp_stacks_differ)                                                                        \
 	X(sp_stack_hash)                                                                           \
+	X(sp_cut_syscall)                                                                          \
 	X(sp_now_ns)                                                                               \
 	X(sp_fd_libunwind)                                                                         \
 	X(sp_thread_cpu_ns)                                                                        \

@@ -143,6 +143,11 @@ static void sp_info_print(FILE *f, const char *path, const struct sp_profile *p,
 		fprintf(f,
 			"aside:       %u times the program had SIGPROF and stackprof stood aside\n",
 			st->aside);
+	if (st->syscalls_cut)
+		fprintf(f,
+			"eintr:       %llu system calls of the program returned EINTR: a sample's "
+			"signal came while they waited\n",
+			(unsigned long long)st->syscalls_cut);
 	uint64_t frames = st->unwind_fast + st->unwind_slow;
 	if (frames)
 		fprintf(f,

@@ -69,7 +69,9 @@ static const struct sp_cli_opt sp_run_opts[] = {
      "       program's own SIGTRAP use is kept\n"
      "perf   the same event per thread, SIGPROF through\n"
      "       fasync (a descriptor per thread, within a\n"
-     "       budget; threads beyond it get posix)\n"
+     "       budget; threads beyond it get posix); CUTS\n"
+     "       SHORT a wait in a system call now and then\n"
+     "       (EINTR), which `stackprof info` counts\n"
      "posix  POSIX CPU timers, SIGPROF, random periods;\n"
      "       BIASED on loops that keep their phase\n"
      "       against the kernel tick: its signals come\n"
@@ -78,9 +80,11 @@ static const struct sp_cli_opt sp_run_opts[] = {
      "       the threads running at each period; no\n"
      "       perf_event needed (containers); BIASED:\n"
      "       samples lean towards system calls where\n"
-     "       IPIs are slow (docs/SAMPLER.md)\n"
+     "       IPIs are slow (docs/SAMPLER.md); CUTS SHORT\n"
+     "       waits in system calls (EINTR), like perf\n"
      "itimer setitimer(ITIMER_PROF), process-wide,\n"
-     "       unfair between threads"},
+     "       unfair between threads; CUTS SHORT waits,\n"
+     "       like perf"},
     {OPT_UNWIND, 0, "unwind", "MODE",
      "fast, libunwind or check (default fast):\n"
      "fast       each frame by its .eh_frame rule, cached\n"

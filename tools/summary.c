@@ -128,6 +128,13 @@ void sp_summary_print_counts(FILE *f, const struct sp_profile *p, const struct s
 			"%sthe program took SIGPROF %u time%s: stackprof stood aside meanwhile "
 			"and sampled again when it was given back\n",
 			prefix, st->aside, st->aside == 1 ? "" : "s");
+	if (st->syscalls_cut)
+		fprintf(f,
+			"%swarning: %llu of the program's system calls returned EINTR because a "
+			"sample's signal came while they waited (timer %s); a program that does "
+			"not retry them sees a difference (docs/SAMPLER.md, \"Waits cut short\")\n",
+			prefix, (unsigned long long)st->syscalls_cut,
+			st->timer ? st->timer : p->header.timer);
 	/* the names `stackprof info` uses, each counted apart */
 	fprintf(f,
 		"%sdrops %llu, unwind errors %llu (%.1f%%), truncated %llu, skipped %llu, "

@@ -10,7 +10,9 @@
 #   with POSIX timers;
 # - vfork children that exec, clone() children without CLONE_THREAD (with
 #   and without CLONE_VM), and io_uring's worker threads: the program
-#   behaves as alone and its profile is complete.
+#   behaves as alone and its profile is complete. The io_uring program
+#   waits again when a sample's signal cuts its wait short, as a correct
+#   program must (some timers do: t0026-eintr).
 # At 100 Hz and 1 kHz.
 # - threads that start while the timer runs: a new thread's first signal
 #   can come as it starts (perf-sigtrap's event is inherited at clone),

@@ -36,7 +36,12 @@
  *   clone            clone() children without CLONE_THREAD (with and without
  *                    CLONE_VM) that work and exit, while working
  *   iouring          reads through io_uring that block, so the kernel starts
- *                    io-wq worker threads in the process
+ *                    io-wq worker threads in the process; a wait cut short
+ *                    (EINTR) is waited again, as a correct program does
+ *   eintr N          N rounds of 0.5 ms of work, each ended by a short wait
+ *                    in nanosleep, poll, epoll_wait or io_uring_enter in turn,
+ *                    none retried; prints how many of each returned EINTR
+ *                    (none, alone)
  *
  * Work is CPU time (CLOCK_THREAD_CPUTIME_ID), so a profiler has something
  * to sample all along.
@@ -52,6 +57,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/prctl.h>
@@ -59,6 +66,7 @@
 #include <sched.h>
 #include <linux/filter.h>
 #include <linux/io_uring.h>
+#include <linux/time_types.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
 #include <sys/stat.h>
@@ -521,59 +529,148 @@ static int mode_clone(void)
 	return 0;
 }
 
+/* An io_uring and its three shared areas. */
+struct ring {
+	int fd;
+	struct io_uring_params p;
+	char *sq, *cq;
+	struct io_uring_sqe *sqes;
+};
+
+/* 0, or -1 with errno set. */
+static int ring_open(struct ring *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->fd = (int)syscall(SYS_io_uring_setup, 8, &r->p);
+	if (r->fd < 0)
+		return -1;
+	size_t sq_len = r->p.sq_off.array + r->p.sq_entries * sizeof(unsigned);
+	size_t cq_len = r->p.cq_off.cqes + r->p.cq_entries * sizeof(struct io_uring_cqe);
+	r->sq = mmap(NULL, sq_len, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, IORING_OFF_SQ_RING);
+	r->cq = mmap(NULL, cq_len, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, IORING_OFF_CQ_RING);
+	r->sqes = mmap(NULL, r->p.sq_entries * sizeof(struct io_uring_sqe), PROT_READ | PROT_WRITE,
+		       MAP_SHARED, r->fd, IORING_OFF_SQES);
+	if (r->sq == MAP_FAILED || r->cq == MAP_FAILED || r->sqes == MAP_FAILED)
+		return -1;
+	return 0;
+}
+
+/* Queues *e and submits it (no wait). 0, or -1. */
+static int ring_submit(struct ring *r, const struct io_uring_sqe *e)
+{
+	unsigned tail = *(unsigned *)(r->sq + r->p.sq_off.tail);
+	unsigned idx = tail & *(unsigned *)(r->sq + r->p.sq_off.ring_mask);
+	r->sqes[idx] = *e;
+	((unsigned *)(r->sq + r->p.sq_off.array))[idx] = idx;
+	__atomic_store_n((unsigned *)(r->sq + r->p.sq_off.tail), tail + 1, __ATOMIC_RELEASE);
+	return syscall(SYS_io_uring_enter, r->fd, 1, 0, 0, NULL, 0) < 0 ? -1 : 0;
+}
+
+/* Waits for one completion (io_uring_enter with GETEVENTS: EINTR is the
+ * caller's), and takes it: 0 with its result in *res, or -1 with errno. */
+static int ring_wait(struct ring *r, int *res)
+{
+	if (syscall(SYS_io_uring_enter, r->fd, 0, 1, IORING_ENTER_GETEVENTS, NULL, 0) < 0)
+		return -1;
+	unsigned head = *(unsigned *)(r->cq + r->p.cq_off.head);
+	struct io_uring_cqe *c = (struct io_uring_cqe *)(r->cq + r->p.cq_off.cqes) +
+				 (head & *(unsigned *)(r->cq + r->p.cq_off.ring_mask));
+	*res = c->res;
+	__atomic_store_n((unsigned *)(r->cq + r->p.cq_off.head), head + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
 static int mode_iouring(void)
 {
-	struct io_uring_params p;
-	memset(&p, 0, sizeof(p));
-	int ring = (int)syscall(SYS_io_uring_setup, 8, &p);
-	if (ring < 0) {
+	struct ring r;
+	if (ring_open(&r) < 0) {
 		printf("iouring: not available (%s)\n", strerror(errno));
 		return 0;
 	}
-	size_t sq_len = p.sq_off.array + p.sq_entries * sizeof(unsigned);
-	size_t cq_len = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
-	char *sq = mmap(NULL, sq_len, PROT_READ | PROT_WRITE, MAP_SHARED, ring, IORING_OFF_SQ_RING);
-	char *cq = mmap(NULL, cq_len, PROT_READ | PROT_WRITE, MAP_SHARED, ring, IORING_OFF_CQ_RING);
-	struct io_uring_sqe *sqes = mmap(NULL, p.sq_entries * sizeof(struct io_uring_sqe),
-					 PROT_READ | PROT_WRITE, MAP_SHARED, ring, IORING_OFF_SQES);
-	if (sq == MAP_FAILED || cq == MAP_FAILED || sqes == MAP_FAILED)
-		return 1;
 	int rounds = 0;
-	for (int r = 0; r < 50; r++) {
+	for (int k = 0; k < 50; k++) {
 		int pfd[2];
 		if (pipe(pfd) < 0)
 			return 1;
 		char buf[16];
 		/* a read of an empty pipe blocks: the kernel hands it to an io-wq worker */
-		unsigned tail = *(unsigned *)(sq + p.sq_off.tail);
-		unsigned idx = tail & *(unsigned *)(sq + p.sq_off.ring_mask);
-		struct io_uring_sqe *e = &sqes[idx];
-		memset(e, 0, sizeof(*e));
-		e->opcode = IORING_OP_READ;
-		e->fd = pfd[0];
-		e->addr = (unsigned long)buf;
-		e->len = sizeof(buf);
-		e->flags = IOSQE_ASYNC;
-		((unsigned *)(sq + p.sq_off.array))[idx] = idx;
-		__atomic_store_n((unsigned *)(sq + p.sq_off.tail), tail + 1, __ATOMIC_RELEASE);
-		if (syscall(SYS_io_uring_enter, ring, 1, 0, 0, NULL, 0) < 0)
+		struct io_uring_sqe e = {.opcode = IORING_OP_READ,
+					 .flags = IOSQE_ASYNC,
+					 .fd = pfd[0],
+					 .addr = (unsigned long)buf,
+					 .len = sizeof(buf)};
+		if (ring_submit(&r, &e) < 0)
 			return 1;
 		hostile_work(0.005);
 		if (write(pfd[1], "0123456789abcdef", 16) != 16)
 			return 1;
-		if (syscall(SYS_io_uring_enter, ring, 0, 1, IORING_ENTER_GETEVENTS, NULL, 0) < 0)
+		int res, rc;
+		while ((rc = ring_wait(&r, &res)) < 0 && errno == EINTR)
+			;
+		if (rc < 0)
 			return 1;
-		unsigned head = *(unsigned *)(cq + p.cq_off.head);
-		struct io_uring_cqe *c = (struct io_uring_cqe *)(cq + p.cq_off.cqes) +
-					 (head & *(unsigned *)(cq + p.cq_off.ring_mask));
-		if (c->res == 16 && !memcmp(buf, "0123456789abcdef", 16))
+		if (res == 16 && !memcmp(buf, "0123456789abcdef", 16))
 			rounds++;
-		__atomic_store_n((unsigned *)(cq + p.cq_off.head), head + 1, __ATOMIC_RELEASE);
 		close(pfd[0]);
 		close(pfd[1]);
 	}
 	printf("iouring: %d of 50 reads right\n", rounds);
 	return rounds == 50 ? 0 : 1;
+}
+
+/* A short wait of each kind, in turn; counts those cut short. */
+static int mode_eintr(int n)
+{
+	struct ring r;
+	bool uring = ring_open(&r) == 0;
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	if (ep < 0)
+		return 1;
+	unsigned cut[4] = {0, 0, 0, 0};
+	for (int i = 0; i < n; i++) {
+		hostile_work(0.0005);
+		int rc = 0, res;
+		switch (i % 4) {
+		case 0: {
+			struct timespec ts = {0, 20000};
+			rc = nanosleep(&ts, NULL);
+			break;
+		}
+		case 1:
+			rc = poll(NULL, 0, 1);
+			break;
+		case 2: {
+			struct epoll_event ev;
+			rc = epoll_wait(ep, &ev, 1, 1);
+			break;
+		}
+		case 3: {
+			if (!uring)
+				continue;
+			struct __kernel_timespec ts = {0, 50000};
+			struct io_uring_sqe e = {
+			    .opcode = IORING_OP_TIMEOUT, .addr = (unsigned long)&ts, .len = 1};
+			if (ring_submit(&r, &e) < 0)
+				return 1;
+			rc = ring_wait(&r, &res);
+			if (rc < 0 && errno == EINTR) {
+				cut[3]++; /* the timeout's completion is still to come */
+				while ((rc = ring_wait(&r, &res)) < 0 && errno == EINTR)
+					cut[3]++;
+			}
+			if (rc < 0)
+				return 1;
+			continue;
+		}
+		}
+		if (rc < 0 && errno == EINTR)
+			cut[i % 4]++;
+		else if (rc < 0)
+			return 1;
+	}
+	printf("eintr: nanosleep %u poll %u epoll_wait %u io_uring_enter %u\n", cut[0], cut[1],
+	       cut[2], cut[3]);
+	return 0;
 }
 
 static volatile sig_atomic_t ticks;
@@ -631,6 +728,8 @@ int main(int argc, char **argv)
 		return mode_clone();
 	if (!strcmp(mode, "iouring"))
 		return mode_iouring();
+	if (!strcmp(mode, "eintr") && argc > 2)
+		return mode_eintr(atoi(argv[2]));
 	if (!strcmp(mode, "sigign")) {
 		signal(SIGPROF, SIG_IGN);
 		hostile_work(0.1);
