@@ -12,7 +12,10 @@
 #include "sampler/unwind.h"
 #include "sampler/writer.h"
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 #include <ucontext.h>
 
@@ -32,6 +35,13 @@
  * the cached rules stop, e.g. to 0x7fff00000001 from a oneDNN kernel's
  * caller in torch): it is not counted.
  */
+/* The first sample the walks differ on (sp_handler_report_differ): taken
+ * once per process by the handler that wins sp_differ_taken, then ready. */
+#define SP_DIFFER_KEEP 64
+static _Atomic int sp_differ_taken, sp_differ_ready;
+static uint64_t sp_differ_pcs[2][SP_DIFFER_KEEP];
+static size_t sp_differ_n[2];
+
 SP_SIGSAFE static bool sp_stacks_differ(const uint64_t *a, size_t na, const uint64_t *b, size_t nb)
 {
 	while (na > 1 && !sp_modules_is_text(a[na - 1]))
@@ -46,6 +56,52 @@ SP_SIGSAFE static bool sp_stacks_differ(const uint64_t *a, size_t na, const uint
 			return false;
 	}
 	return na != nb;
+}
+
+SP_SIGSAFE static void sp_keep_differ(const uint64_t *a, size_t na, const uint64_t *b, size_t nb)
+{
+	int no = 0;
+	if (!atomic_compare_exchange_strong(&sp_differ_taken, &no, 1))
+		return;
+	sp_differ_n[0] = na < SP_DIFFER_KEEP ? na : SP_DIFFER_KEEP;
+	sp_differ_n[1] = nb < SP_DIFFER_KEEP ? nb : SP_DIFFER_KEEP;
+	memcpy(sp_differ_pcs[0], a, sp_differ_n[0] * sizeof(uint64_t));
+	memcpy(sp_differ_pcs[1], b, sp_differ_n[1] * sizeof(uint64_t));
+	atomic_store(&sp_differ_ready, 1);
+}
+
+/* One frame as module+0xoffset (symbol), for the report. */
+static void sp_differ_frame(char *out, size_t len, uint64_t pc)
+{
+	Dl_info di;
+	if (!dladdr((void *)(uintptr_t)pc, &di) || !di.dli_fname) {
+		snprintf(out, len, "0x%" PRIx64, pc);
+		return;
+	}
+	const char *base = strrchr(di.dli_fname, '/');
+	base = base ? base + 1 : di.dli_fname;
+	snprintf(out, len, "%s+0x%" PRIxPTR " (%s)", *base ? base : "?",
+		 (uintptr_t)pc - (uintptr_t)di.dli_fbase, di.dli_sname ? di.dli_sname : "?");
+}
+
+void sp_handler_report_differ(void)
+{
+	if (!atomic_load(&sp_differ_ready))
+		return;
+	size_t n = sp_differ_n[0] > sp_differ_n[1] ? sp_differ_n[0] : sp_differ_n[1];
+	sp_log("unwind check: the first sample the walks differ on (%zu and %zu frames), "
+	       "cached rules | libunwind:",
+	       sp_differ_n[0], sp_differ_n[1]);
+	for (size_t i = 0; i < n; i++) {
+		char a[160] = "-", b[160] = "-";
+		if (i < sp_differ_n[0])
+			sp_differ_frame(a, sizeof(a), sp_differ_pcs[0][i]);
+		if (i < sp_differ_n[1])
+			sp_differ_frame(b, sizeof(b), sp_differ_pcs[1][i]);
+		bool same = i < sp_differ_n[0] && i < sp_differ_n[1] &&
+			    sp_differ_pcs[0][i] == sp_differ_pcs[1][i];
+		sp_log("  #%-2zu %s %s | %s", i, same ? " " : "*", a, b);
+	}
 }
 
 /*
@@ -172,8 +228,10 @@ void sp_handler_body(int sig, siginfo_t *si, void *uc)
 		struct sp_unwind_count ref = {0, 0, 0};
 		uint32_t ref_flags = 0;
 		size_t n = sp_unwind_signal(uc, t->check_pcs, NULL, max, &ref_flags, true, &ref);
-		if (sp_stacks_differ(pcs, depth, t->check_pcs, n))
+		if (sp_stacks_differ(pcs, depth, t->check_pcs, n)) {
 			atomic_fetch_add_explicit(&t->unw_differ, 1, memory_order_relaxed);
+			sp_keep_differ(pcs, depth, t->check_pcs, n);
+		}
 	}
 	sp_in_unwind = 0;
 	sp_fd_libunwind(0);
