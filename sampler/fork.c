@@ -13,6 +13,7 @@
 #include "sampler/thread.h"
 #include "sampler/ticker.h"
 #include "sampler/timer.h"
+#include "sampler/unwcheck.h"
 #include "sampler/writer.h"
 
 #include <errno.h>
@@ -76,6 +77,7 @@ static void sp_fork_child(void)
 		atomic_store(&sp_g.threads[i].in_modules, 0);
 	sp_writer_forget();
 	sp_pystack_atfork_child();
+	sp_unwcheck_atfork_child();
 	sp_g.pid = getpid();
 	sp_g.start_mono_ns = sp_now_ns();
 	struct timespec ts;

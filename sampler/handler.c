@@ -10,12 +10,10 @@
 #include "sampler/sys.h"
 #include "sampler/timer.h"
 #include "sampler/unwind.h"
+#include "sampler/unwcheck.h"
 #include "sampler/writer.h"
 
-#include <dlfcn.h>
 #include <errno.h>
-#include <inttypes.h>
-#include <stdio.h>
 #include <string.h>
 #include <ucontext.h>
 
@@ -35,13 +33,6 @@
  * the cached rules stop, e.g. to 0x7fff00000001 from a oneDNN kernel's
  * caller in torch): it is not counted.
  */
-/* The first sample the walks differ on (sp_handler_report_differ): taken
- * once per process by the handler that wins sp_differ_taken, then ready. */
-#define SP_DIFFER_KEEP 64
-static _Atomic int sp_differ_taken, sp_differ_ready;
-static uint64_t sp_differ_pcs[2][SP_DIFFER_KEEP];
-static size_t sp_differ_n[2];
-
 SP_SIGSAFE static bool sp_stacks_differ(const uint64_t *a, size_t na, const uint64_t *b, size_t nb)
 {
 	while (na > 1 && !sp_modules_is_text(a[na - 1]))
@@ -56,52 +47,6 @@ SP_SIGSAFE static bool sp_stacks_differ(const uint64_t *a, size_t na, const uint
 			return false;
 	}
 	return na != nb;
-}
-
-SP_SIGSAFE static void sp_keep_differ(const uint64_t *a, size_t na, const uint64_t *b, size_t nb)
-{
-	int no = 0;
-	if (!atomic_compare_exchange_strong(&sp_differ_taken, &no, 1))
-		return;
-	sp_differ_n[0] = na < SP_DIFFER_KEEP ? na : SP_DIFFER_KEEP;
-	sp_differ_n[1] = nb < SP_DIFFER_KEEP ? nb : SP_DIFFER_KEEP;
-	memcpy(sp_differ_pcs[0], a, sp_differ_n[0] * sizeof(uint64_t));
-	memcpy(sp_differ_pcs[1], b, sp_differ_n[1] * sizeof(uint64_t));
-	atomic_store(&sp_differ_ready, 1);
-}
-
-/* One frame as module+0xoffset (symbol), for the report. */
-static void sp_differ_frame(char *out, size_t len, uint64_t pc)
-{
-	Dl_info di;
-	if (!dladdr((void *)(uintptr_t)pc, &di) || !di.dli_fname) {
-		snprintf(out, len, "0x%" PRIx64, pc);
-		return;
-	}
-	const char *base = strrchr(di.dli_fname, '/');
-	base = base ? base + 1 : di.dli_fname;
-	snprintf(out, len, "%s+0x%" PRIxPTR " (%s)", *base ? base : "?",
-		 (uintptr_t)pc - (uintptr_t)di.dli_fbase, di.dli_sname ? di.dli_sname : "?");
-}
-
-void sp_handler_report_differ(void)
-{
-	if (!atomic_load(&sp_differ_ready))
-		return;
-	size_t n = sp_differ_n[0] > sp_differ_n[1] ? sp_differ_n[0] : sp_differ_n[1];
-	sp_log("unwind check: the first sample the walks differ on (%zu and %zu frames), "
-	       "cached rules | libunwind:",
-	       sp_differ_n[0], sp_differ_n[1]);
-	for (size_t i = 0; i < n; i++) {
-		char a[160] = "-", b[160] = "-";
-		if (i < sp_differ_n[0])
-			sp_differ_frame(a, sizeof(a), sp_differ_pcs[0][i]);
-		if (i < sp_differ_n[1])
-			sp_differ_frame(b, sizeof(b), sp_differ_pcs[1][i]);
-		bool same = i < sp_differ_n[0] && i < sp_differ_n[1] &&
-			    sp_differ_pcs[0][i] == sp_differ_pcs[1][i];
-		sp_log("  #%-2zu %s %s | %s", i, same ? " " : "*", a, b);
-	}
 }
 
 /*
@@ -128,26 +73,35 @@ SP_SIGSAFE static uint64_t sp_stack_hash(const uint64_t *pcs, size_t n, uint32_t
 	return h ? h : 1;
 }
 
+/* A page: the code before a pc at its very start may be on another. */
+#define SP_PAGE 4096u
+
 /*
  * Whether this signal cut a system call of the program short, so that it
- * returns EINTR: the kernel delivers a signal that came while a thread
- * waited (poll, nanosleep, epoll_wait, io_uring_enter, ...) with the pc
- * just past the `syscall` instruction (0f 05) and -EINTR in rax; a call it
- * restarts (SA_RESTART) has the pc back on the instruction instead. pc is
- * where the thread goes on, so its page is mapped; a pc at the very start
- * of a page is not looked behind (the page before may not be), and such a
- * cut is not counted. Signal-safe.
+ * returns EINTR (docs/SAMPLER.md, "Waits cut short"): the kernel delivers
+ * a signal that came while a thread waited (poll, nanosleep, epoll_wait,
+ * io_uring_enter, ...) with the pc just past the `syscall` instruction
+ * (0f 05) and -EINTR in rax; a call it restarts (SA_RESTART) has the pc
+ * back on the instruction instead. The two bytes are read only where they
+ * are a known module's text, on the pc's own page: code is mapped there
+ * and readable, so the read can't fault. A call made from JIT code, or
+ * from the first bytes of a page, is not counted. Signal-safe.
  */
 SP_SIGSAFE static bool sp_cut_syscall(const void *ucv)
 {
 	const ucontext_t *uc = ucv;
 	if (uc->uc_mcontext.gregs[REG_RAX] != -EINTR)
-		return false;
+		return false; /* nearly every sample ends here */
 	uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
-	if ((pc & 4095) < 2)
+	if (pc % SP_PAGE < 2 || !sp_modules_enter())
 		return false;
-	const uint8_t *insn = (const uint8_t *)pc - 2;
-	return insn[0] == 0x0f && insn[1] == 0x05;
+	bool cut = false;
+	if (sp_modules_is_text(pc - 2)) {
+		const uint8_t *insn = (const uint8_t *)pc - 2;
+		cut = insn[0] == 0x0f && insn[1] == 0x05;
+	}
+	sp_modules_leave();
+	return cut;
 }
 
 void sp_handler_body(int sig, siginfo_t *si, void *uc)
@@ -173,7 +127,7 @@ void sp_handler_body(int sig, siginfo_t *si, void *uc)
 	}
 	atomic_fetch_add_explicit(&t->signals, 1, memory_order_relaxed);
 	if (sp_cut_syscall(uc))
-		atomic_fetch_add_explicit(&t->cut_calls, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&t->syscalls_cut, 1, memory_order_relaxed);
 	/* The thread's CPU clock is a system call (0.5 us in a VM); it gives
 	 * the weight. The monotonic clock (vDSO, 25 ns) stamps the sample and
 	 * times the handler. */
@@ -230,7 +184,7 @@ void sp_handler_body(int sig, siginfo_t *si, void *uc)
 		size_t n = sp_unwind_signal(uc, t->check_pcs, NULL, max, &ref_flags, true, &ref);
 		if (sp_stacks_differ(pcs, depth, t->check_pcs, n)) {
 			atomic_fetch_add_explicit(&t->unw_differ, 1, memory_order_relaxed);
-			sp_keep_differ(pcs, depth, t->check_pcs, n);
+			sp_unwcheck_keep(pcs, depth, t->check_pcs, n);
 		}
 	}
 	sp_in_unwind = 0;

@@ -43,12 +43,4 @@ SP_SIGSAFE void sp_handler(int sig, siginfo_t *si, void *uc);
 /* The handler itself. */
 SP_SIGSAFE void sp_handler_body(int sig, siginfo_t *si, void *uc);
 
-/*
- * STACKPROF_UNWIND=check: the first sample the two walks differed on, to
- * stderr, frame by frame (module+offset and symbol where dladdr knows it),
- * so that a test which finds one says where. Nothing if none differed. At
- * the end of the run, with the timers paused.
- */
-void sp_handler_report_differ(void);
-
 #endif

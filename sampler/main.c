@@ -6,7 +6,6 @@
  * timer is armed, and the handler is installed before that too.
  */
 #include "sampler/main.h"
-#include "sampler/handler.h"
 #include "sampler/api.h"
 #include "sampler/fork.h"
 #include "sampler/interpose.h"
@@ -17,6 +16,7 @@
 #include "sampler/sys.h"
 #include "sampler/thread.h"
 #include "sampler/timer.h"
+#include "sampler/unwcheck.h"
 #include "sampler/unwind.h"
 #include "sampler/writer.h"
 
@@ -112,9 +112,7 @@ void sp_finish(int sig)
 	sp_timers_pause_all();
 	if (sp_g.timer->stop)
 		sp_g.timer->stop();
-	if (!sig)
-		sp_handler_report_differ(); /* dladdr: not while another thread may hold the loader
-					       lock */
+	sp_unwcheck_report();
 	sp_writer_stop(true, sig);
 	atomic_store(&sp_g.enabled, false);
 	if (sp_g.cfg.verbose)

@@ -75,11 +75,11 @@ struct sp_thread {
 	_Atomic uint64_t skipped;
 	_Atomic uint64_t unwind_errors;
 	_Atomic uint64_t truncated;
-	_Atomic uint64_t handler_ns; /* CPU time in the handler, for the overhead figure */
-	_Atomic uint64_t throttled;  /* samples not taken because the handler was too slow */
-	_Atomic uint64_t cut_calls;  /* system calls that returned EINTR for our signal */
-	_Atomic uint64_t unw_fast;   /* frames stepped by a CFI rule */
-	_Atomic uint64_t unw_slow;   /* frames stepped by libunwind */
+	_Atomic uint64_t handler_ns;   /* CPU time in the handler, for the overhead figure */
+	_Atomic uint64_t throttled;    /* samples not taken because the handler was too slow */
+	_Atomic uint64_t syscalls_cut; /* system calls that returned EINTR for our signal */
+	_Atomic uint64_t unw_fast;     /* frames stepped by a CFI rule */
+	_Atomic uint64_t unw_slow;     /* frames stepped by libunwind */
 	_Atomic uint64_t
 	    unw_differ;	     /* STACKPROF_UNWIND=check: samples the two unwinders differ on */
 	uint64_t *check_pcs; /* check mode: libunwind's stack, max_depth words */

@@ -55,7 +55,7 @@
 	X(sp_stacks_differ)                                                                        \
 	X(sp_stack_hash)                                                                           \
 	X(sp_cut_syscall)                                                                          \
-	X(sp_keep_differ)                                                                          \
+	X(sp_unwcheck_keep)                                                                        \
 	X(sp_now_ns)                                                                               \
 	X(sp_fd_libunwind)                                                                         \
 	X(sp_thread_cpu_ns)                                                                        \

@@ -527,7 +527,7 @@ static void sp_add_counters(struct sp_prof_stats *st, struct sp_thread *t)
 	st->overruns += atomic_load(&t->overruns);
 	st->handler_ns += atomic_load(&t->handler_ns);
 	st->throttled += atomic_load(&t->throttled);
-	st->syscalls_cut += atomic_load(&t->cut_calls);
+	st->syscalls_cut += atomic_load(&t->syscalls_cut);
 	st->unwind_fast += atomic_load(&t->unw_fast);
 	st->unwind_slow += atomic_load(&t->unw_slow);
 	st->unwind_differ += atomic_load(&t->unw_differ);

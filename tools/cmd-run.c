@@ -66,7 +66,9 @@ static const struct sp_cli_opt sp_run_opts[] = {
      "       SIGTRAP sent by the kernel (Linux 5.13+); one\n"
      "       descriptor for every thread; not tied to the\n"
      "       kernel tick, so unbiased on loops; the\n"
-     "       program's own SIGTRAP use is kept\n"
+     "       program's own SIGTRAP use is kept; from\n"
+     "       Linux 6.12 it cuts no wait short but\n"
+     "       io_uring's, rarely\n"
      "perf   the same event per thread, SIGPROF through\n"
      "       fasync (a descriptor per thread, within a\n"
      "       budget; threads beyond it get posix); CUTS\n"
@@ -815,8 +817,8 @@ static int sp_run_write_error(const struct sp_run *r, const char *path)
  * Reads profile k once, for what the run does after the program: its
  * samples and pid (0 and -1 if it can't be read), and whether it is bare:
  * complete (its process ended or exec'ed, and finished it), without a
- * sample, and without a sample lost, skipped or stood aside for
- * (sp_run_tidy). With set_jit, also removes the /tmp/perf-<pid>.map file
+ * sample, and without a sample lost, skipped or stood aside for, or a
+ * system call cut short (sp_run_tidy). With set_jit, also removes the /tmp/perf-<pid>.map file
  * that exists only because we set DNNL_JIT_PROFILE.
  */
 static void sp_run_inspect(struct sp_run *r, size_t k)
@@ -828,7 +830,7 @@ static void sp_run_inspect(struct sp_run *r, size_t k)
 		r->pids[k] = p ? p->header.pid : -1;
 		r->bare[k] = p && p->status == SP_READ_OK && !n && p->has_stats &&
 			     !p->stats.drops && !p->stats.skipped && !p->stats.throttled &&
-			     !p->stats.aside;
+			     !p->stats.aside && !p->stats.syscalls_cut;
 	}
 	if (!p)
 		return;
