@@ -198,10 +198,11 @@ struct sp_run {
 	int status;   /* the program's wait status */
 	char **files; /* profiles the processes wrote, in start order */
 	size_t nfiles;
-	/* each file's samples, pid and bareness (sp_run_inspect; NULL if
-	 * there was no memory for them) */
+	/* each file's samples, pid, waits cut short and bareness
+	 * (sp_run_inspect; NULL if there was no memory for them) */
 	uint64_t *samples;
 	int *pids;
+	uint64_t *cuts;
 	bool *bare;
 	size_t removed; /* profiles of other processes that took no samples */
 	bool moved;	/* files[0] now holds a later image's profile */
@@ -828,6 +829,7 @@ static void sp_run_inspect(struct sp_run *r, size_t k)
 	if (r->samples) {
 		r->samples[k] = n;
 		r->pids[k] = p ? p->header.pid : -1;
+		r->cuts[k] = p && p->has_stats ? p->stats.syscalls_cut : 0;
 		r->bare[k] = p && p->status == SP_READ_OK && !n && p->has_stats &&
 			     !p->stats.drops && !p->stats.skipped && !p->stats.throttled &&
 			     !p->stats.aside && !p->stats.syscalls_cut;
@@ -896,13 +898,16 @@ static int sp_run_collect(struct sp_run *r)
 	r->samples = calloc(r->nfiles + 1, sizeof(*r->samples));
 	r->pids = calloc(r->nfiles + 1, sizeof(*r->pids));
 	r->bare = calloc(r->nfiles + 1, sizeof(*r->bare));
-	if (!r->samples || !r->pids || !r->bare) {
+	r->cuts = calloc(r->nfiles + 1, sizeof(*r->cuts));
+	if (!r->samples || !r->pids || !r->bare || !r->cuts) {
 		free(r->samples);
 		free(r->pids);
 		free(r->bare);
+		free(r->cuts);
 		r->samples = NULL;
 		r->pids = NULL;
 		r->bare = NULL;
+		r->cuts = NULL;
 	}
 	if (r->set_jit || r->samples)
 		for (size_t k = 0; k < r->nfiles; k++)
@@ -1145,7 +1150,10 @@ static void sp_run_report(const struct sp_run *r)
 	for (size_t k = 1; k < r->nfiles; k++) {
 		fprintf(stderr, "%s%s", k == 1 ? "; children and exec'ed images: " : ", ",
 			r->files[k]);
-		if (ns)
+		if (ns && r->cuts[k])
+			fprintf(stderr, " (%llu samples; %llu waits cut short, EINTR)",
+				(unsigned long long)ns[k], (unsigned long long)r->cuts[k]);
+		else if (ns)
 			fprintf(stderr, " (%llu samples)", (unsigned long long)ns[k]);
 	}
 	fputc('\n', stderr);
@@ -1211,6 +1219,7 @@ static void sp_run_tidy(struct sp_run *r)
 			img = k;
 	if (bare[0] && img && rename(r->files[img], r->files[0]) == 0) {
 		r->samples[0] = r->samples[img];
+		r->cuts[0] = r->cuts[img];
 		r->samples[img] = 0;
 		r->moved = true;
 	}
@@ -1228,6 +1237,7 @@ static void sp_run_tidy(struct sp_run *r)
 		}
 		r->files[n] = r->files[k];
 		r->samples[n] = r->samples[k];
+		r->cuts[n] = r->cuts[k];
 		r->pids[n] = r->pids[k];
 		bare[n] = bare[k];
 		n++;
@@ -1246,6 +1256,7 @@ static void sp_run_release(struct sp_run *r)
 	free(r->files);
 	free(r->samples);
 	free(r->pids);
+	free(r->cuts);
 	free(r->bare);
 	for (size_t k = 0; k < r->nerrors; k++)
 		free(r->errors[k].path);

@@ -11,7 +11,8 @@
 #   or from another thread, and can cut any wait short (EINTR), as can
 #   itimer's process-wide signal (rarely);
 # - whatever the timer, the profile counts each wait cut short, exactly
-#   the program's own count, and the run's summary warns of them.
+#   the program's own count, and the run's summary warns of them, or its
+#   list of children's profiles does where the summary is of another.
 . "$(dirname "$0")/lib.sh"
 
 ROUNDS=2000
@@ -52,6 +53,16 @@ for timer in auto posix perf thread itimer; do
 		check "$t: the run's summary warns of none" sh -c "! grep -q 'returned EINTR' $timer.err"
 	fi
 done
+# a child's cuts, when the summary is of another process: its line says so
+"$SP" run -F 1000 --timer thread -o kids.prof -- sh -c "'$BIN/hostile' eintr $ROUNDS & '$BIN/chain' 3; wait" \
+	>kids.txt 2>kids.err
+prog=$(awk '/^eintr:/ { print $3 + $5 + $7 + $9 }' kids.txt)
+if [ "${prog:-0}" -gt 0 ]; then
+	check "a child's waits cut short are on its line of the run's list ($prog)" \
+		grep -qE "children and exec'ed images: .*\([0-9]+ samples; $prog waits cut short, EINTR\)" kids.err
+else
+	say "the child's waits were not cut short this run: its line is not checked"
+fi
 # 10-40 cuts a run here: none at all would leave the counts above unchecked
 check "the perf and thread timers cut some waits short here, so the counts were checked" [ $seen = 1 ]
 finish
