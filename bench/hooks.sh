@@ -49,11 +49,7 @@ while [ $# -gt 0 ]; do
 	esac
 done
 build=$(bench_build "$build")
-PY=/usr/bin/python3
-if ! "$PY" -c 'import torch, torchvision' 2>/dev/null; then
-	echo "hooks.sh: needs Debian's python3-torch and python3-torchvision" >&2
-	exit 2
-fi
+bench_need_torch 2
 bench_tmpdir
 
 cat >"$BENCH_TMP/hooks.py" <<'EOF'

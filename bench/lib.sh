@@ -106,6 +106,16 @@ empty_kind() {
 	esac
 }
 
+# bench_need_torch CODE: PY is Debian's python3 with torch and torchvision,
+# or the script says what to install and exits CODE (77: a skip).
+bench_need_torch() {
+	PY=/usr/bin/python3
+	"$PY" -c 'import torch, torchvision' 2>/dev/null && return 0
+	echo "$(basename "$0"): $PY with torch and torchvision is needed" \
+		"(apt-get install python3-torch python3-torchvision)" >&2
+	exit "$1"
+}
+
 # bench_python VERSION: pyenv's newest CPython VERSION (3.10 ...), its
 # python3's path, or nothing when it is not installed (as tests/e2e/lib.sh's
 # pick_python finds it, without skipping).

@@ -62,11 +62,7 @@ while [ $# -gt 0 ]; do
 done
 build=$(bench_build "$build") || exit 2
 SP=$build/stackprof
-PY=/usr/bin/python3
-if ! "$PY" -c 'import torch, torchvision' 2>/dev/null; then
-	echo "torch-ab.sh: $PY with torch and torchvision is needed (apt-get install python3-torch python3-torchvision)" >&2
-	exit 77
-fi
+bench_need_torch 77
 bench_tmpdir
 T=$BENCH_TMP
 

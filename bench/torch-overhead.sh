@@ -54,11 +54,7 @@ done
 build=$(bench_build "$build") || exit 2
 SP=$build/stackprof
 LIB=$build/libstackprof.so
-PY=/usr/bin/python3
-if ! "$PY" -c 'import torch, torchvision' 2>/dev/null; then
-	echo "torch-overhead.sh: $PY with torch and torchvision is needed (apt-get install python3-torch python3-torchvision)" >&2
-	exit 77
-fi
+bench_need_torch 77
 WL=$(cd "$here/.." && pwd)/workloads/torch/resnet18_infer.py
 bench_tmpdir
 T=$BENCH_TMP

@@ -652,12 +652,9 @@ static int mode_eintr(int n)
 			    .opcode = IORING_OP_TIMEOUT, .addr = (unsigned long)&ts, .len = 1};
 			if (ring_submit(&r, &e) < 0)
 				return 1;
-			rc = ring_wait(&r, &res);
-			if (rc < 0 && errno == EINTR) {
-				cut[3]++; /* the timeout's completion is still to come */
-				while ((rc = ring_wait(&r, &res)) < 0 && errno == EINTR)
-					cut[3]++;
-			}
+			/* a wait cut short: the timeout's completion is still to come */
+			while ((rc = ring_wait(&r, &res)) < 0 && errno == EINTR)
+				cut[3]++;
 			if (rc < 0)
 				return 1;
 			continue;
