@@ -463,10 +463,11 @@ static bool sp_find_lib(char *out, size_t cap)
 }
 
 /*
- * The directory holding the stackprof Python package: <bindir>/../python,
- * where an installed tree keeps it next to bin/ (and where a build directory
- * inside the checkout finds the checkout's), else the checkout this binary
- * was built from (SP_PYTHON_DIR). False if neither has the package.
+ * The directory holding the stackprof Python package: <bindir>/../python
+ * (a build directory inside the checkout finds the checkout's), then
+ * <bindir>/../lib/stackprof/python (where `cmake --install` puts it), else
+ * the checkout this binary was built from (SP_PYTHON_DIR). False if none
+ * has the package.
  */
 static bool sp_find_python_dir(char *out, size_t cap)
 {
@@ -477,10 +478,12 @@ static bool sp_find_python_dir(char *out, size_t cap)
 		self[n] = '\0';
 		slash = strrchr(self, '/');
 	}
-	if (slash) {
+	/* a build directory inside the checkout, then an installed tree (cmake --install) */
+	static const char *const rel[] = {"../python", "../lib/stackprof/python"};
+	for (size_t i = 0; slash && i < sizeof(rel) / sizeof(rel[0]); i++) {
 		*slash = '\0';
-		snprintf(pkg, sizeof(pkg), "%s/../python/stackprof/__init__.py", self);
-		int len = snprintf(out, cap, "%s/../python", self);
+		snprintf(pkg, sizeof(pkg), "%s/%s/stackprof/__init__.py", self, rel[i]);
+		int len = snprintf(out, cap, "%s/%s", self, rel[i]);
 		if (access(pkg, R_OK) == 0 && len > 0 && (size_t)len < cap) {
 			char *real = realpath(out, NULL);
 			if (real) {
