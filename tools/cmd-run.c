@@ -206,6 +206,7 @@ struct sp_run {
 	bool *bare;
 	size_t removed; /* profiles of other processes that took no samples */
 	bool moved;	/* files[0] now holds a later image's profile */
+	size_t swapped; /* or it swapped places with files[swapped], the first image's now */
 	struct sp_run_error *errors;
 	size_t nerrors;
 };
@@ -1149,6 +1150,13 @@ static void sp_run_report(const struct sp_run *r)
 			"stackprof: %s holds the profile of the image the program exec'ed, the "
 			"busiest of its process; the first image (a wrapper) took no samples\n",
 			first);
+	else if (r->swapped)
+		fprintf(stderr,
+			"stackprof: %s holds the profile of the image the program exec'ed, the "
+			"busiest of its process; the first image's (a wrapper, %llu samples) is "
+			"%s\n",
+			first, ns ? (unsigned long long)ns[r->swapped] : 0ull,
+			r->files[r->swapped]);
 	fprintf(stderr, "stackprof: wrote %s", first);
 	for (size_t k = 1; k < r->nfiles; k++) {
 		fprintf(stderr, "%s%s", k == 1 ? "; children and exec'ed images: " : ", ",
@@ -1199,11 +1207,12 @@ static int sp_run_end_like_child(const struct sp_run *r, int rc)
  * any shell script, forks dozens of short commands and execs through
  * more: each wrote a profile, almost all of them with nothing in it. Such
  * bare profiles (sp_run_inspect) are removed, but for the first one at
- * PATH. When that first image's is bare and a later image of the same
- * process took samples (a shim that exec'ed the interpreter), the busiest
- * of those takes its place at PATH, so that PATH holds the program's
- * profile. A profile still being written (by a process that outlived the
- * run) is never bare, so never touched.
+ * PATH. When a later image of the same process took more samples than the
+ * first (a shim that exec'ed the interpreter), the busiest of those takes
+ * PATH, so that PATH holds the program's profile: over the first image's
+ * if that is bare, else swapping places with it (a shim through
+ * /usr/bin/env may take a sample or two, and keeps them). A profile still being written (by a
+ * process that outlived the run) is never bare, so never touched.
  */
 static void sp_run_tidy(struct sp_run *r)
 {
@@ -1225,10 +1234,22 @@ static void sp_run_tidy(struct sp_run *r)
 		r->cuts[0] = r->cuts[img];
 		r->samples[img] = 0;
 		r->moved = true;
+	} else if (img && renameat2(AT_FDCWD, r->files[img], AT_FDCWD, r->files[0],
+				    RENAME_EXCHANGE) == 0) {
+		/* the wrapper took a few samples of its own (a shim through
+		 * /usr/bin/env): it keeps them, under the exec'ed image's name */
+		uint64_t n0 = r->samples[0], c0 = r->cuts[0];
+		r->samples[0] = r->samples[img];
+		r->cuts[0] = r->cuts[img];
+		r->samples[img] = n0;
+		r->cuts[img] = c0;
+		r->swapped = img;
 	}
 	size_t n = 1;
 	for (size_t k = 1; k < r->nfiles; k++) {
 		bool gone = k == img && r->moved;
+		if (k == r->swapped)
+			r->swapped = n;
 		if (!gone && bare[k] && !sp_run_write_error(r, r->files[k]) &&
 		    unlink(r->files[k]) == 0) {
 			r->removed++;

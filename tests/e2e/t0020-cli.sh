@@ -134,6 +134,43 @@ check "the busy child's profile stays" [ "$(ls t.prof.* 2>/dev/null | wc -l)" -e
 # --no-summary says nothing, whichever profile a summary would have shown
 "$SP" run --no-summary -o ns.prof -- sh -c '"$0" 0.3 >/dev/null' "$BIN/chain" 2>ns.err
 check "--no-summary through a wrapper: nothing on stderr" [ ! -s ns.err ]
+# a shim first on PATH that works a little itself, runs a short command, then
+# execs the real interpreter (pyenv's shim through /usr/bin/env takes a
+# sample or two): PATH holds the interpreter's profile, the shim keeps its
+# own samples under another name, with and without --no-summary
+need_python
+mkdir shimbin
+cat >shimbin/python3 <<EOF
+#!/bin/sh
+i=0
+while [ \$i -lt 30000 ]; do i=\$((i + 1)); done
+/bin/true
+exec "$PY" "\$@"
+EOF
+chmod +x shimbin/python3
+cat >busy.py <<'EOF'
+import time
+t0 = time.thread_time()
+while time.thread_time() - t0 < 0.4:
+    sum(range(1000))
+EOF
+for opt in --summary --no-summary; do
+	[ "$opt" = --summary ] && opt=""
+	label=${opt:-with a summary}
+	PATH="$PWD/shimbin:$PATH" "$SP" run $opt -F 1000 -o shim$opt.prof -- python3 busy.py 2>shim$opt.err
+	check "shim, $label: the run succeeds" [ $? -eq 0 ]
+	"$SP" top --row-limit 3 shim$opt.prof >shim$opt.top 2>&1
+	check "shim, $label: PATH holds the interpreter's profile (<module> on top)" \
+		has shim$opt.top '/ <module>$/' '$2 + 0 > 50'
+	others=$(ls shim$opt.prof.* 2>/dev/null)
+	check "shim, $label: the shim's own samples are kept beside it, and nothing else" \
+		[ "$(echo "$others" | grep -c .)" -eq 1 ]
+	"$SP" info --no-symbols "$others" >shim$opt.info 2>&1
+	check "shim, $label: ... and they are the shell's" grep -q '^command: */bin/sh' shim$opt.info
+done
+check "shim: the summary says which image PATH holds, and where the shim's went" \
+	grep -q '^stackprof: .*/shim\.prof holds the profile of the image the program exec.* is .*/shim\.prof\.[0-9]' shim.err
+check "shim --no-summary: nothing on stderr" [ ! -s shim--no-summary.err ]
 # STACKPROF_OVERWRITE=1: the exec'ed image takes PATH itself, and the
 # manifest names it twice; the tidy must not remove it as an empty other
 STACKPROF_OVERWRITE=1 "$SP" run -o ov.prof -- sh -c 'exec /bin/true' 2>ov.err
