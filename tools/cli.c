@@ -1,6 +1,9 @@
+#define _GNU_SOURCE /* statx */
 #include "tools/cli.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -641,11 +644,62 @@ static bool sp_cli_range_known(const char *path, const char *name, const struct 
 	return false;
 }
 
+static bool sp_statx_after(struct statx_timestamp a, struct statx_timestamp b)
+{
+	return a.tv_sec > b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec > b.tv_nsec);
+}
+
+/*
+ * The library never overwrites a profile: a plain LD_PRELOAD run whose
+ * STACKPROF_OUT exists writes PATH.<pid> beside it, and a user who reads
+ * PATH reads the earlier run's. Says so, once, when a PATH.<pid>[.<n>]
+ * beside path was created after path was last written: no process of
+ * path's own run (whose children write those names) starts that late.
+ * Quiet where the file system keeps no creation time.
+ */
+static void sp_cli_note_later_run(const char *path)
+{
+	struct statx me, sib;
+	if (statx(AT_FDCWD, path, 0, STATX_MTIME, &me) != 0)
+		return;
+	const char *slash = strrchr(path, '/');
+	const char *base = slash ? slash + 1 : path;
+	size_t blen = strlen(base);
+	char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+	DIR *d = dir ? opendir(dir) : NULL;
+	char newest[256] = "";
+	struct statx_timestamp newest_t = {0};
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		const char *rest = e->d_name + blen + 1;
+		if (strncmp(e->d_name, base, blen) || e->d_name[blen] != '.' || !*rest ||
+		    strspn(rest, "0123456789.") != strlen(rest) ||
+		    strlen(e->d_name) >= sizeof(newest))
+			continue;
+		if (statx(dirfd(d), e->d_name, AT_SYMLINK_NOFOLLOW, STATX_BTIME, &sib) != 0 ||
+		    !(sib.stx_mask & STATX_BTIME) || !sp_statx_after(sib.stx_btime, me.stx_mtime))
+			continue;
+		if (!newest[0] || sp_statx_after(sib.stx_btime, newest_t)) {
+			snprintf(newest, sizeof(newest), "%s", e->d_name);
+			newest_t = sib.stx_btime;
+		}
+	}
+	if (newest[0])
+		sp_cli_warn("%s is an earlier run's: %s%s%s was made after it (a run with plain "
+			    "LD_PRELOAD never overwrites a profile: it writes PATH.<pid> beside "
+			    "it); read that one, or set STACKPROF_OVERWRITE=1 to replace PATH",
+			    path, slash ? dir : "", slash && strcmp(dir, "/") ? "/" : "", newest);
+	if (d)
+		closedir(d);
+	free(dir);
+}
+
 bool sp_cli_load(const char *path, const struct sp_cli_filters *f, struct sp_cli_input *in)
 {
 	in->prof = sp_cli_read_profile(path);
 	if (!in->prof)
 		return false;
+	sp_cli_note_later_run(path);
 	struct sp_model_opts mo = f->mo;
 	int32_t *tids = NULL;
 	if (f->threads && !sp_cli_resolve_threads(path, f->threads, in->prof, &tids, &mo.n_tids)) {
@@ -662,6 +716,23 @@ bool sp_cli_load(const char *path, const struct sp_cli_filters *f, struct sp_cli
 	return in->model != NULL;
 }
 
+/* Whether the profile has a range pushed for an nn.Module call. */
+static bool sp_cli_has_module_ranges(const struct sp_profile *p)
+{
+	for (size_t i = 0; p && i < p->n_ranges; i++)
+		if (p->ranges[i].flags & SP_RANGE_MODULE)
+			return true;
+	return false;
+}
+
+void sp_cli_hint_by(const char *path, const struct sp_profile *p, enum sp_rollup_by by)
+{
+	if (by == SP_ROLLUP_MODULE_PATH && !sp_cli_has_module_ranges(p))
+		sp_cli_warn("%s has no nn.Module ranges, so every sample is '[no module]': call "
+			    "stackprof.torch.label_modules(model) before the model runs",
+			    path);
+}
+
 struct sp_view *sp_cli_view_of(const char *path, const struct sp_model *m, enum sp_view_by by)
 {
 	struct sp_view *v = sp_view_new(m, by);
@@ -672,6 +743,7 @@ struct sp_view *sp_cli_view_of(const char *path, const struct sp_model *m, enum 
 
 struct sp_view *sp_cli_view(const char *path, const struct sp_model *m, enum sp_rollup_by by)
 {
+	sp_cli_hint_by(path, m->prof, by);
 	return sp_cli_view_of(path, m,
 			      by == SP_ROLLUP_MODULE_PATH ? SP_VIEW_MODULE_PATH : SP_VIEW_OP);
 }

@@ -314,6 +314,11 @@ bool sp_cli_load(const char *path, const struct sp_cli_filters *f, struct sp_cli
  * returns NULL. Free it with sp_view_free() before the model.
  */
 struct sp_view *sp_cli_view(const char *path, const struct sp_model *m, enum sp_rollup_by by);
+
+/* One line on stderr when aggregating path by `by` can only give an empty
+ * answer: by module path, a profile without nn.Module ranges (sp_cli_view
+ * says it itself; a rollup of the model calls this). */
+void sp_cli_hint_by(const char *path, const struct sp_profile *p, enum sp_rollup_by by);
 /* The same for any view of view.h (SP_VIEW_OP_PYTHON: table's operators
  * by their Python callers). */
 struct sp_view *sp_cli_view_of(const char *path, const struct sp_model *m, enum sp_view_by by);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tools/cli.h"
 #include "tools/commands.h"
@@ -24,7 +25,7 @@ enum {
 };
 
 static const struct sp_cli_opt sp_flamegraph_opts[] = {
-    {'o', 'o', "output", "FILE", "write to FILE (default stdout)"},
+    {'o', 'o', "output", "FILE", "write to FILE (default stdout, unless it is a terminal)"},
     {OPT_TITLE, 0, "title", "TEXT", "the title (default \"Flame Graph\")"},
     {OPT_SUBTITLE, 0, "subtitle", "TEXT", "the line under it (default: command line and totals)"},
     {OPT_REVERSE, 0, "reverse", NULL, "icicle graph: the root at the top (also --inverted)"},
@@ -160,6 +161,12 @@ int sp_cmd_flamegraph(int argc, char **argv)
 		goto out;
 	if (fo.normalize && !base_path) {
 		sp_cli_bad(&a, "--normalize needs --diff BASE");
+		goto out;
+	}
+	if (!strcmp(output, "-") && isatty(STDOUT_FILENO)) {
+		/* pages of SVG on a terminal help nobody */
+		sp_cli_bad(&a, "a flame graph is an SVG file for a browser; give -o FILE.svg or "
+			       "redirect stdout");
 		goto out;
 	}
 

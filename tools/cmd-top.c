@@ -161,6 +161,7 @@ int sp_cmd_top(int argc, char **argv)
 		goto out;
 	if (!sp_cli_load(a.operands[0], &flt, &in))
 		goto out;
+	sp_cli_hint_by(a.operands[0], in.prof, to.by);
 	out = sp_cli_open_output(output);
 	if (!out)
 		goto out;

@@ -283,6 +283,34 @@ def _label_each(model, root):
     return Handle(hooks=hooks)
 
 
+def _warn_scripted(model):
+    """Says, once per call, that TorchScript modules run their children unlabelled.
+
+    A scripted or traced module's forward runs in the TorchScript
+    interpreter, which calls its submodules without any Python hook: only
+    the calls made from Python (the outermost scripted module's) open a
+    range, and a user would see one path where they labelled hundreds.
+    """
+    jit = sys.modules.get("torch.jit")
+    script = getattr(jit, "ScriptModule", None)
+    if script is None:
+        return
+    try:
+        scripted = [p for p, m in model.named_modules() if isinstance(m, script)]
+    except Exception:
+        return
+    if scripted:
+        import warnings
+
+        where = "the model" if scripted[0] == "" else "%d of its modules (%s%s)" % (
+            len(scripted), scripted[0], ", ..." if len(scripted) > 1 else "")
+        warnings.warn(
+            "stackprof.torch.label_modules: %s is TorchScript (torch.jit.script/trace): the "
+            "modules it calls run without Python hooks, so their samples carry only the path "
+            "of the scripted module; label the eager model for full paths, or read the "
+            "operators (--aggregate-by op)" % where, stacklevel=3)
+
+
 def label_modules(model, name=None):
     """Label every sample taken inside a module's forward with its module path.
 
@@ -309,6 +337,7 @@ def label_modules(model, name=None):
     """
     if _lib is None:
         return Handle()
+    _warn_scripted(model)
     root = type(model).__name__ if name is None else str(name)
     api = _global_api(model)
     if api is None:
