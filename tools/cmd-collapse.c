@@ -38,8 +38,8 @@ static const struct sp_cli_cmd sp_collapse_cmd = {
 	     "read 'func (file:line)'; --frame pytorch writes them as export_stacks\n"
 	     "does, 'file(line): func' with its space made '_', Python files by their\n"
 	     "import path (torch/nn/modules/conv.py(459):_Conv2d._conv_forward).\n"
-	     "Native file names are kept whole (--strip-path auto shortens build\n"
-	     "trees; --strip-path none keeps even Python's whole). With --ops, the\n"
+	     "File names are shortened as --strip-path auto does (a build tree's\n"
+	     "root goes; --strip-path none keeps every name whole). With --ops, the\n"
 	     "frames are the aten operators on each stack (at::_ops::NAME::call,\n"
 	     "named aten::NAME), outermost first: a flame graph of the model's\n"
 	     "operators.\n",
@@ -66,6 +66,9 @@ int sp_cmd_collapse(int argc, char **argv)
 	int rc = SP_EXIT_USAGE, c;
 
 	memset(&flt, 0, sizeof(flt));
+	/* flamegraph.pl draws these frames in narrow boxes, as our own SVG
+	 * does: a build tree's root (/build/reproducible-path/...) says nothing */
+	flt.mo.short_paths = true;
 	sp_cli_args_init(&a, &sp_collapse_cmd, argc, argv);
 	while ((c = sp_cli_next(&a)) > 0) {
 		switch (c) {

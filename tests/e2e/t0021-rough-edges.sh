@@ -125,9 +125,11 @@ check "diff sorts by the size of the change by default" \
 check "comparing total time, f_outer is on both sides: not added" \
 	has dt.txt '$NF == "f_outer"' '$1 != "added" && $1 != "removed"'
 
-# --strip-path: a prefix, auto, and the flame graph's default
-"$SP" collapse a.prof >full.folded 2>/dev/null
-check "collapse keeps whole paths by default" grep -q "(${TMP}/src/deep/tree/shape.c:" full.folded
+# --strip-path: a prefix, auto, none, and the default of collapse and the flame graph
+"$SP" collapse --strip-path none a.prof >full.folded 2>/dev/null
+check "collapse --strip-path none keeps whole paths" grep -q "(${TMP}/src/deep/tree/shape.c:" full.folded
+"$SP" collapse a.prof >dflt.folded 2>/dev/null
+check "collapse shortens them by default, as auto does" grep -q '(src/deep/tree/shape.c:' dflt.folded
 "$SP" collapse --strip-path "$TMP/src" a.prof >pre.folded 2>/dev/null
 check "--strip-path PREFIX removes it" grep -q '(deep/tree/shape.c:' pre.folded
 check "and leaves no trace of it" bash -c "! grep -q '$TMP/src' pre.folded"
@@ -167,11 +169,13 @@ check "--row-limit abc: exit 2, says 0 or -1 is all" \
 # /build/reproducible-path/python3.11-3.11.2/build-static/../Python/ceval.c)
 if [ -x /usr/bin/python3 ]; then
 	"$SP" run --no-summary -o py.prof -- /usr/bin/python3 -c 'sum(range(3000000))'
-	"$SP" collapse py.prof >py.folded 2>/dev/null
+	"$SP" collapse --strip-path none py.prof >py.folded 2>/dev/null
 	if grep -q '(/build/reproducible-path/[^/]*/[^)]*Python/ceval.c:' py.folded; then
-		"$SP" collapse --strip-path auto py.prof >py-auto.folded 2>/dev/null
-		check "auto: a build tree's root goes (Python/ceval.c)" grep -q '(Python/ceval.c:' py-auto.folded
-		check "auto: no /build/ is left" bash -c "! grep -q '(/build/' py-auto.folded"
+		"$SP" collapse py.prof >py-auto.folded 2>/dev/null
+		check "collapse by default: a build tree's root goes (Python/ceval.c)" grep -q '(Python/ceval.c:' py-auto.folded
+		check "collapse by default: no /build/ is left" bash -c "! grep -q '(/build/' py-auto.folded"
+		"$SP" collapse --strip-path auto py.prof | cmp -s - py-auto.folded
+		check "collapse by default is --strip-path auto" [ $? -eq 0 ]
 		"$SP" flamegraph py.prof -o py.svg 2>/dev/null
 		check "the flame graph shows Python/ceval.c" bash -c "grep -q '(Python/ceval.c:' py.svg && ! grep -q '/build/reproducible-path' py.svg"
 	else
