@@ -951,6 +951,8 @@ static uint64_t sp_print_summary(const char *path, const struct sp_run_opts *o)
 			(unsigned long long)m->outside_windows, (unsigned long long)s.samples);
 	if (m && o->top)
 		sp_summary_print_top(stderr, m, o->top, "  ");
+	if (m)
+		sp_summary_print_hints(stderr, m, "stackprof: ");
 	sp_model_free(m);
 	sp_profile_free(p);
 	return samples;

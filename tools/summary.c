@@ -239,3 +239,45 @@ void sp_summary_print_top(FILE *f, const struct sp_model *m, size_t n, const cha
 	}
 	free(rows);
 }
+
+/* Runtimes whose own self time is overhead, by the start of their file name. */
+static const struct sp_hint {
+	const char *module; /* file name prefix */
+	const char *what;
+	const char *knobs;
+} sp_hints[] = {
+    {"libgomp.so",
+     "GNU OpenMP's runtime (libgomp): its worker threads spin-waiting at barriers "
+     "and for work",
+     "OMP_WAIT_POLICY=passive lets idle workers sleep (GOMP_SPINCOUNT shortens the spin), and "
+     "OMP_NUM_THREADS or torch.set_num_threads() sets how many there are"},
+    {"libomp.so", "LLVM OpenMP's runtime (libomp): its worker threads spin-waiting",
+     "KMP_BLOCKTIME=0 lets idle workers sleep at once, and OMP_NUM_THREADS or "
+     "torch.set_num_threads() sets how many there are"},
+    {"libiomp5.so", "Intel OpenMP's runtime (libiomp5): its worker threads spin-waiting",
+     "KMP_BLOCKTIME=0 lets idle workers sleep at once, and OMP_NUM_THREADS or "
+     "torch.set_num_threads() sets how many there are"},
+};
+
+void sp_summary_print_hints(FILE *f, const struct sp_model *m, const char *prefix)
+{
+	uint64_t self[sizeof(sp_hints) / sizeof(sp_hints[0])] = {0};
+	for (size_t i = 0; i < m->n_stacks; i++) {
+		const struct sp_mstack *st = &m->stacks[i];
+		if (!st->n)
+			continue;
+		const char *mod = m->frames[st->frames[st->n - 1]].module;
+		const char *base = mod ? strrchr(mod, '/') : NULL;
+		base = base ? base + 1 : mod;
+		for (size_t h = 0; base && h < sizeof(sp_hints) / sizeof(sp_hints[0]); h++)
+			if (!strncmp(base, sp_hints[h].module, strlen(sp_hints[h].module)))
+				self[h] += st->weight_ns;
+	}
+	for (size_t h = 0; h < sizeof(sp_hints) / sizeof(sp_hints[0]); h++) {
+		if (!m->total_weight_ns || self[h] * 10 < m->total_weight_ns)
+			continue;
+		fprintf(f, "%shint: %.0f%% of the CPU is in %s; %s\n", prefix,
+			100.0 * (double)self[h] / (double)m->total_weight_ns, sp_hints[h].what,
+			sp_hints[h].knobs);
+	}
+}

@@ -35,6 +35,16 @@ bool sp_summary_end_signal(const struct sp_profile *p, char *out, size_t len);
 /* Prints the top n functions by self time from m. */
 void sp_summary_print_top(FILE *f, const struct sp_model *m, size_t n, const char *prefix);
 
+/*
+ * Prints one hint line per known runtime library (OpenMP's) that holds at
+ * least a tenth of m's self time: time there is the runtime's own (the
+ * program's parallel regions are outlined into the program), most often
+ * idle workers spin-waiting, and the line names the knobs. The libraries
+ * are recognised by their file name (libgomp.so*, libomp.so*,
+ * libiomp5.so*), so a stripped build is recognised as well.
+ */
+void sp_summary_print_hints(FILE *f, const struct sp_model *m, const char *prefix);
+
 /* Whether a function name is where a thread's stack starts (_start, clone3, start_thread...). */
 int sp_summary_is_root(const char *func);
 

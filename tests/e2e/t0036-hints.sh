@@ -6,7 +6,10 @@
 #   can be labelled (its children run without Python hooks);
 # - a plain LD_PRELOAD run that found its output name taken wrote PATH.<pid>:
 #   reading PATH then names the newer file;
-# - `flamegraph` without -o on a terminal: refused, not pages of SVG.
+# - `flamegraph` without -o on a terminal: refused, not pages of SVG;
+# - the run's summary recognises OpenMP's runtime spin-waiting (libgomp
+#   frames, stripped) and names the knobs; a program that waits passively
+#   gets no such line.
 . "$(dirname "$0")/lib.sh"
 
 "$SP" run --no-summary -o chain.prof -- "$BIN/chain" 0.3 >/dev/null 2>&1
@@ -69,6 +72,42 @@ check "reading the newer one says nothing" bash -c "'$SP' top '$newer' 2>&1 >/de
 LD_PRELOAD="$BUILD/libstackprof.so" STACKPROF_OUT=kids.prof sh -c '"$0" 0.1; "$0" 0.1' "$BIN/chain" >/dev/null
 check "a run whose children wrote PATH.<pid> reads without the note" \
 	bash -c "[ -z \"\$('$SP' top kids.prof 2>&1 >/dev/null)\" ]"
+
+# an OpenMP program whose second thread waits at the barrier while the first works
+cat >omp.c <<'C'
+#include <omp.h>
+#include <stdio.h>
+static double work(long n)
+{
+	volatile double x = 0;
+	for (long i = 0; i < n; i++)
+		x += i * 0.5;
+	return x;
+}
+int main(void)
+{
+	double s = 0;
+	for (int r = 0; r < 30; r++) {
+#pragma omp parallel num_threads(2) reduction(+ : s)
+		if (omp_get_thread_num() == 0)
+			s += work(3000000);
+	}
+	printf("%d\n", s > 0);
+	return 0;
+}
+C
+if cc -O1 -fopenmp omp.c -o omp 2>omp.cc.err; then
+	OMP_WAIT_POLICY=active "$SP" run -o omp-active.prof -- ./omp >/dev/null 2>omp-active.err
+	check "OpenMP spinning: the summary names libgomp's share and the knobs" \
+		grep -q '^stackprof: hint: [0-9]*% of the CPU is in GNU OpenMP.s runtime (libgomp).*OMP_WAIT_POLICY=passive' omp-active.err
+	OMP_WAIT_POLICY=passive "$SP" run -o omp-passive.prof -- ./omp >/dev/null 2>omp-passive.err
+	check "OpenMP waiting passively: no hint" bash -c "! grep -q 'hint:' omp-passive.err"
+	"$SP" run -o chain-sum.prof -- "$BIN/chain" 0.2 >/dev/null 2>chain-sum.err
+	check "a program without OpenMP: no hint" bash -c "grep -q 'wrote' chain-sum.err && ! grep -q 'hint:' chain-sum.err"
+else
+	say "cc -fopenmp does not build here: the OpenMP hint not checked"
+	cat omp.cc.err
+fi
 
 # a terminal on stdout: `script` gives the command one
 script -qec "'$SP' flamegraph chain.prof; echo \"rc=\$?\"" /dev/null >tty.out 2>&1
