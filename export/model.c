@@ -906,6 +906,7 @@ struct sp_model *sp_model_build(const struct sp_profile *prof, const struct sp_m
 		goto out;
 
 	m->windowed = prof->n_windows && !b.o->all_samples;
+	m->module_classes = !b.o->module_bare;
 	for (size_t i = 0; i < prof->n_samples; i++) {
 		const struct sp_prof_sample *s = &prof->samples[i];
 		if (!sp_tid_wanted(b.o, s->tid))

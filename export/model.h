@@ -100,6 +100,9 @@ struct sp_model_opts {
 	/* keep the Python interpreter's own frames between Python frames
 	 * (the eval loop, calls): for people debugging CPython itself */
 	bool python_plumbing;
+	/* module paths without their module's class ("features/0/1", not
+	 * "features/0/1 (BatchNorm2d)") */
+	bool module_bare;
 };
 
 /* Samples of a filtered-out thread or range are dropped before anything is
@@ -127,6 +130,7 @@ struct sp_model {
 	uint64_t total_samples;
 	uint64_t outside_windows; /* samples dropped for being outside every window */
 	bool windowed;		  /* only the profile's windows were kept */
+	bool module_classes;	  /* module paths end with their module's class */
 
 	/* private to model.c */
 	uint32_t *pool_;

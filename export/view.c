@@ -33,6 +33,9 @@ struct sp_view {
 	uint32_t cur[512]; /* the stack being made */
 	size_t cur_n;
 	const struct sp_mframe *probe_frame;
+	/* per module-path frame: the length of its path without the class */
+	uint32_t *path_len;
+	size_t path_len_cap;
 };
 
 static bool sp_str_eq(const char *a, const char *b)
@@ -242,15 +245,28 @@ static int sp_module_inner(struct sp_view *v, uint32_t id, uint32_t *inner, uint
 		const struct sp_prof_range *rg = &p->ranges[todo[n] - 1];
 		if (rg->flags & SP_RANGE_MODULE) {
 			const char *seg = rg->name && rg->name[0] ? rg->name : "[unnamed module]";
+			int len;
 			if (outer == SP_NONE)
-				snprintf(buf, sizeof(buf), "%s", seg);
+				len = snprintf(buf, sizeof(buf), "%s", seg);
 			else
-				snprintf(buf, sizeof(buf), "%s/%s", v->m.frames[outer].func, seg);
+				len = snprintf(buf, sizeof(buf), "%.*s/%s", (int)v->path_len[outer],
+					       v->m.frames[outer].func, seg);
+			size_t plen = len < 0			  ? 0
+				      : (size_t)len < sizeof(buf) ? (size_t)len
+								  : sizeof(buf) - 1;
+			/* as torch's with_modules: the module's class after its path,
+			 * but for the model, whose segment is its class already */
+			if (v->src->module_classes && rg->cls && rg->cls[0] && strcmp(rg->cls, seg))
+				snprintf(buf + plen, sizeof(buf) - plen, " (%s)", rg->cls);
 			int64_t f = sp_vframe_named(v, buf, SP_MFRAME_MODPATH, true);
-			if (f < 0 || sp_array_grow((void **)parent, parent_cap, v->m.n_frames,
-						   sizeof(**parent)))
+			if (f < 0 ||
+			    sp_array_grow((void **)parent, parent_cap, v->m.n_frames,
+					  sizeof(**parent)) ||
+			    sp_array_grow((void **)&v->path_len, &v->path_len_cap, v->m.n_frames,
+					  sizeof(*v->path_len)))
 				return -ENOMEM;
 			(*parent)[f] = outer;
+			v->path_len[f] = (uint32_t)plen;
 			outer = (uint32_t)f;
 		}
 		inner[todo[n]] = outer;
@@ -513,5 +529,6 @@ void sp_view_free(struct sp_view *v)
 	free(v->pool);
 	free(v->stack_off);
 	free(v->zeros);
+	free(v->path_len);
 	free(v);
 }

@@ -161,6 +161,9 @@ struct sp_prof_range {
 	uint32_t id;
 	uint32_t parent;
 	char *name;
+	/* a module range's class (BatchNorm2d), or NULL: the writer sends
+	 * "name\x1fclass" and the reader splits it; borrowed from name's memory */
+	const char *cls;
 	uint32_t flags;	 /* SP_RANGE_*; 0 in files written before flags existed */
 	uint32_t anchor; /* where it was pushed: SP_ANCHOR_* below; 0 for the root */
 };

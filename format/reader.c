@@ -388,6 +388,13 @@ static bool sp_parse_record(struct sp_reader *r, uint8_t type, const uint8_t *da
 		/* added after the first files were written */
 		rg->flags = c.p < c.end ? (uint32_t)sp_cursor_uleb(&c) : 0;
 		rg->anchor = c.p < c.end ? (uint32_t)sp_cursor_uleb(&c) : 0;
+		rg->cls = NULL;
+		char *sep =
+		    rg->name && (rg->flags & SP_RANGE_MODULE) ? strchr(rg->name, '\x1f') : NULL;
+		if (sep) {
+			*sep = '\0';
+			rg->cls = sep + 1;
+		}
 		break;
 	}
 	case SP_REC_JIT: {

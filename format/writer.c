@@ -278,9 +278,20 @@ int sp_prof_writer_sample(struct sp_prof_writer *w, const struct sp_prof_sample 
 
 int sp_prof_writer_range(struct sp_prof_writer *w, const struct sp_prof_range *r)
 {
+	char *joined = NULL;
+	if (r->cls) {
+		/* the class rides after the name, as the Python package sends it */
+		size_t a = strlen(r->name), b = strlen(r->cls);
+		if (!(joined = malloc(a + b + 2)))
+			return -ENOMEM;
+		memcpy(joined, r->name, a);
+		joined[a] = '\x1f';
+		memcpy(joined + a + 1, r->cls, b + 1);
+	}
 	sp_buf_put_uleb(&w->rec, r->id);
 	sp_buf_put_uleb(&w->rec, r->parent);
-	sp_buf_put_str(&w->rec, r->name);
+	sp_buf_put_str(&w->rec, joined ? joined : r->name);
+	free(joined);
 	/* added after the first version: older readers stop before it */
 	sp_buf_put_uleb(&w->rec, r->flags);
 	sp_buf_put_uleb(&w->rec, r->anchor);

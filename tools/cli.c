@@ -339,6 +339,9 @@ int sp_cli_filter(struct sp_cli_args *a, int key, struct sp_cli_filters *f)
 	case SP_OPT_BASENAMES:
 		mo->sym_flags |= SP_SYM_BASENAMES;
 		return 1;
+	case SP_OPT_NO_MODULE_CLASS:
+		mo->module_bare = true;
+		return 1;
 	case SP_OPT_SEARCH_DIR:
 		mo->search_dir = a->value;
 		return 1;

@@ -154,6 +154,7 @@ enum {
 	SP_OPT_INLINE_MARK,
 	SP_OPT_ALL_SAMPLES,
 	SP_OPT_PYTHON_PLUMBING,
+	SP_OPT_NO_MODULE_CLASS,
 };
 
 /* Their table entries; each help text exists only here. */
@@ -223,6 +224,9 @@ enum {
 	     "keep the interpreter's own C frames (_PyEval_EvalFrameDefault,\n"                    \
 	     "_PyFunction_Vectorcall, ...) between Python frames; by\n"                            \
 	     "default they are folded away"},                                                      \
+	    {SP_OPT_NO_MODULE_CLASS, 0, "no-module-class", NULL,                                   \
+	     "module paths without their module's class: features/0/1,\n"                          \
+	     "not features/0/1 (BatchNorm2d)"},                                                      \
 	    {SP_OPT_BASENAMES, 0, "basenames", NULL, "file names without directories"},            \
 	    {SP_OPT_STRIP_PATH, 0, "strip-path", "PREFIX",                                         \
 	     "remove PREFIX from the start of file names; 'auto'\n"                                \

@@ -241,12 +241,20 @@ class Handle:
         return False
 
 
+def _segment(path, root, module):
+    """A module's range name: its path segment, then its class after a
+    unit separator (the reader splits them; the module-path views show
+    ``features/0/1 (BatchNorm2d)``, as torch's ``with_modules`` does)."""
+    seg = path.rpartition(".")[2] if path else root
+    return ("%s\x1f%s" % (seg, type(module).__name__)).encode("utf-8", "replace")
+
+
 def _label_global(model, root, api):
     handle = Handle()
     with _lock:
         try:
             for path, module in model.named_modules():
-                seg = (path.rpartition(".")[2] if path else root).encode("utf-8", "replace")
+                seg = _segment(path, root, module)
                 mid = id(module)
                 entry = _owners.get(mid)
                 if entry is None:
@@ -267,8 +275,7 @@ def _label_each(model, root):
     always = True
     try:
         for path, module in model.named_modules():
-            seg = path.rpartition(".")[2] if path else root
-            hooks.append(module.register_forward_pre_hook(_pre_hook(seg.encode("utf-8", "replace"))))
+            hooks.append(module.register_forward_pre_hook(_pre_hook(_segment(path, root, module))))
             if always:
                 try:
                     hooks.append(module.register_forward_hook(_post_hook, always_call=True))

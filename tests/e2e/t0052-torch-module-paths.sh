@@ -66,8 +66,20 @@ check "ResNet18 with label_modules ran under stackprof" ran $? m.txt
 "$SP" run --no-summary -F 1000 -o v.prof -- "$TORCH_PY" modules.py variant >v.txt 2>&1
 check "the variant ran under stackprof" ran $? v.txt
 
-"$SP" table m.prof --aggregate-by module-path --sort-by cpu_time_total --row-limit 0 >paths.txt
+# each path ends with its module's class, as torch's with_modules shows it
+# (but the model's, whose segment is its class); the checks below read the
+# bare paths (--no-module-class), one word each
+"$SP" top m.prof --aggregate-by module-path --row-limit 0 >classes.txt
+check "a path ends with its module's class: ResNet/layer1/0/conv1 (Conv2d)" \
+	grep -q ' ResNet/layer1/0/conv1 (Conv2d)$' classes.txt
+check "... a block's with its own: ResNet/layer1/0 (BasicBlock), ResNet/layer1 (Sequential)" \
+	bash -c "grep -q ' ResNet/layer1/0 (BasicBlock)$' classes.txt && grep -q ' ResNet/layer1 (Sequential)$' classes.txt"
+check "... and the path below goes on without it (ResNet/layer1/0/bn1 (BatchNorm2d))" \
+	grep -q ' ResNet/layer1/0/bn1 (BatchNorm2d)$' classes.txt
+check "... but the model is just ResNet" bash -c "grep -q ' ResNet$' classes.txt && ! grep -q 'ResNet (ResNet)' classes.txt"
+"$SP" table m.prof --aggregate-by module-path --no-module-class --sort-by cpu_time_total --row-limit 0 >paths.txt
 head -16 paths.txt
+check "--no-module-class leaves the classes out" bash -c "! grep -q '(Conv2d)' paths.txt"
 # field F (2: self %, 4: total %, 6: samples) of row NAME, 0 when there is none
 f() { awk -v n="$1" -v c="$2" '$1 == n { x = $c; sub(/%$/, "", x); print x + 0; found = 1; exit } END { if (!found) print 0 }' paths.txt; }
 all=$("$SP" top m.prof --row-limit 1 | awk 'NR == 1 { print $(NF - 1) }')
@@ -97,13 +109,13 @@ say "Twice/lin $lin samples, Twice/once $once"
 check "a module called twice counts twice (lin / once within 1.5-2.7)" \
 	awk -v a="$lin" -v b="$once" 'BEGIN { exit !(b >= 50 && a >= 1.5 * b && a <= 2.7 * b) }'
 
-"$SP" top m.prof --aggregate-by module-path --row-limit 0 --sort-by total >top.txt
+"$SP" top m.prof --aggregate-by module-path --no-module-class --row-limit 0 --sort-by total >top.txt
 head -4 top.txt
 check "top says module paths" grep -q ' module paths, ' top.txt
 check "top and table agree on ResNet/layer1's samples" \
 	[ "$(awk '$NF == "ResNet/layer1" { print $(NF - 1) }' top.txt)" -eq "$(f ResNet/layer1 6)" ]
 
-"$SP" diff --aggregate-by module-path --compare total m.prof v.prof >diff.txt
+"$SP" diff --aggregate-by module-path --no-module-class --compare total m.prof v.prof >diff.txt
 grep -E 'ResNet/layer1/1|^Status|comparing' diff.txt
 status() { awk -v n="$1" '$NF == n { print $1; exit }' diff.txt; }
 # a batch norm takes a few samples at most: it can only be "removed" if

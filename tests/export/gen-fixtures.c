@@ -461,22 +461,22 @@ static void write_torch(const char *path, int v)
 		check(sp_prof_writer_thread(g.w, &th[i]), "thread");
 	const uint32_t mod = SP_RANGE_MODULE;
 	struct sp_prof_range r[] = {
-	    {R_INFER, 0, (char *)"model_inference", 0, 0},
-	    {R_RESNET, R_INFER, (char *)"ResNet", mod, 0},
-	    {R_CONV1, R_RESNET, (char *)"conv1", mod, 0},
-	    {R_BN1, R_RESNET, (char *)"bn1", mod, 0},
-	    {R_RELU, R_RESNET, (char *)"relu", mod, 0},
-	    {R_MAXPOOL, R_RESNET, (char *)"maxpool", mod, 0},
-	    {R_LAYER1, R_RESNET, (char *)"layer1", mod, 0},
-	    {R_L1_0, R_LAYER1, (char *)"0", mod, 0},
-	    {R_L1_0_CONV1, R_L1_0, (char *)"conv1", mod, 0},
-	    {R_L1_0_BN1, R_L1_0, (char *)"bn1", mod, 0},
-	    {R_L1_0_CONV2, R_L1_0, (char *)"conv2", mod, 0},
-	    {R_FC, R_RESNET, (char *)"fc", mod, 0},
-	    {R_L1_1, R_LAYER1, (char *)"1", mod, 0},
-	    {R_L1_1_CONV1, R_L1_1, (char *)"conv1", mod, 0},
-	    {R_LINEAR_PASS, R_FC, (char *)"LINEAR PASS", 0, 0}, /* record_function in a module */
-	    {R_SOFTMAX, R_RESNET, (char *)"softmax", mod, 0},
+	    {R_INFER, 0, (char *)"model_inference", NULL, 0, 0},
+	    {R_RESNET, R_INFER, (char *)"ResNet", NULL, mod, 0},
+	    {R_CONV1, R_RESNET, (char *)"conv1", NULL, mod, 0},
+	    {R_BN1, R_RESNET, (char *)"bn1", NULL, mod, 0},
+	    {R_RELU, R_RESNET, (char *)"relu", NULL, mod, 0},
+	    {R_MAXPOOL, R_RESNET, (char *)"maxpool", NULL, mod, 0},
+	    {R_LAYER1, R_RESNET, (char *)"layer1", NULL, mod, 0},
+	    {R_L1_0, R_LAYER1, (char *)"0", NULL, mod, 0},
+	    {R_L1_0_CONV1, R_L1_0, (char *)"conv1", NULL, mod, 0},
+	    {R_L1_0_BN1, R_L1_0, (char *)"bn1", NULL, mod, 0},
+	    {R_L1_0_CONV2, R_L1_0, (char *)"conv2", NULL, mod, 0},
+	    {R_FC, R_RESNET, (char *)"fc", NULL, mod, 0},
+	    {R_L1_1, R_LAYER1, (char *)"1", NULL, mod, 0},
+	    {R_L1_1_CONV1, R_L1_1, (char *)"conv1", NULL, mod, 0},
+	    {R_LINEAR_PASS, R_FC, (char *)"LINEAR PASS", NULL, 0, 0}, /* record_function in a module */
+	    {R_SOFTMAX, R_RESNET, (char *)"softmax", NULL, mod, 0},
 	};
 	for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++)
 		check(sp_prof_writer_range(g.w, &r[i]), "range");

@@ -68,6 +68,7 @@ static void make_profile(const char *path)
 	struct sp_prof_range r2 = {.id = 2,
 				   .parent = 1,
 				   .name = "conv1",
+				   .cls = "Conv2d",
 				   .flags = SP_RANGE_MODULE,
 				   .anchor = SP_ANCHOR_MAKE(7, true)};
 	CHECK(sp_prof_writer_range(w, &r2) == 0);
@@ -460,7 +461,10 @@ int main(void)
 		CHECK(p->samples[3].tid == 42 && p->samples[3].time_ns == 5000);
 		CHECK(p->stacks[0].flags == SP_STACK_TRUNCATED);
 		CHECK(p->has_stats && p->stats.samples == 5 && p->stats.flags == SP_STATS_FINAL);
-		CHECK(!strcmp(p->ranges[0].name, "LINEAR PASS"));
+		CHECK(!strcmp(p->ranges[0].name, "LINEAR PASS") && !p->ranges[0].cls);
+		/* a module range's class comes back apart from its name */
+		CHECK(!strcmp(p->ranges[1].name, "conv1") && p->ranges[1].cls &&
+		      !strcmp(p->ranges[1].cls, "Conv2d"));
 		CHECK(p->n_ranges == 2 && p->ranges[0].flags == 0 &&
 		      p->ranges[1].flags == SP_RANGE_MODULE && p->ranges[1].parent == 1);
 		CHECK(p->n_marks == 2 && p->marks[0].kind == SP_MARK_WINDOW_BEGIN &&

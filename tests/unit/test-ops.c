@@ -274,18 +274,21 @@ static void test_module_view(void)
 	fake_stack(&fk, 0, 0, 1, (int[]){0});
 	fake_stack(&fk, 1, 0, 2, (int[]){0, 1});
 	const uint32_t mod = SP_RANGE_MODULE;
-	/* ids 1..7; 6 and 7 point at each other (a corrupt file must not loop) */
-	fk.ranges[0] = (struct sp_prof_range){1, 0, (char *)"inference", 0, 0};
-	fk.ranges[1] = (struct sp_prof_range){2, 1, (char *)"Net", mod, 0};
-	fk.ranges[2] = (struct sp_prof_range){3, 2, (char *)"fc", mod, 0};
-	fk.ranges[3] = (struct sp_prof_range){4, 3, (char *)"LINEAR PASS", 0, 0};
-	fk.ranges[4] = (struct sp_prof_range){5, 2, (char *)"0", mod, 0};
-	fk.ranges[5] = (struct sp_prof_range){6, 7, (char *)"a", mod, 0};
-	fk.ranges[6] = (struct sp_prof_range){7, 6, (char *)"b", mod, 0};
+	/* ids 1..8; 6 and 7 point at each other (a corrupt file must not loop);
+	 * fc and the act inside it carry their classes, the model's is its name */
+	fk.ranges[0] = (struct sp_prof_range){1, 0, (char *)"inference", NULL, 0, 0};
+	fk.ranges[1] = (struct sp_prof_range){2, 1, (char *)"Net", "Net", mod, 0};
+	fk.ranges[2] = (struct sp_prof_range){3, 2, (char *)"fc", "Linear", mod, 0};
+	fk.ranges[3] = (struct sp_prof_range){4, 3, (char *)"LINEAR PASS", NULL, 0, 0};
+	fk.ranges[4] = (struct sp_prof_range){5, 2, (char *)"0", NULL, mod, 0};
+	fk.ranges[5] = (struct sp_prof_range){6, 7, (char *)"a", NULL, mod, 0};
+	fk.ranges[6] = (struct sp_prof_range){7, 6, (char *)"b", NULL, mod, 0};
+	fk.ranges[7] = (struct sp_prof_range){8, 3, (char *)"act", "ReLU", mod, 0};
 	fk.p.ranges = fk.ranges;
-	fk.p.n_ranges = 7;
+	fk.p.n_ranges = 8;
 	fk.m.prof = &fk.p;
-	const uint32_t ranges[] = {0, 1, 2, 3, 4, 4, 3, 5, 99, 6};
+	fk.m.module_classes = true;
+	const uint32_t ranges[] = {0, 1, 2, 3, 4, 4, 3, 5, 99, 6, 8};
 	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++)
 		fake_sample(&fk, i % 2, ranges[i]);
 	fk.m.total_samples = fk.m.n_samples;
@@ -297,25 +300,39 @@ static void test_module_view(void)
 	CHECK(v != NULL);
 	if (!v)
 		return;
-	/* record_function ranges are not modules; an unknown range id is none */
+	/* record_function ranges are not modules; an unknown range id is none;
+	 * a path ends with its module's class, and the path below it goes on
+	 * without it (Net/fc/act, not Net/fc (Linear)/act) */
 	const char *text = stacks_text(sp_view_model(v));
-	CHECK(!strncmp(text,
-		       "[no module] 3\n"
-		       "Net 1\n"
-		       "Net;Net/fc 4\n"
-		       "Net;Net/0 1\n",
-		       strlen("[no module] 3\nNet 1\nNet;Net/fc 4\nNet;Net/0 1\n")));
+	const char *want = "[no module] 3\n"
+			   "Net 1\n"
+			   "Net;Net/fc (Linear) 4\n"
+			   "Net;Net/0 1\n";
+	CHECK(!strncmp(text, want, strlen(want)));
+	CHECK(strstr(text, "Net;Net/fc (Linear);Net/fc/act (ReLU) 1\n") != NULL);
 	/* the loop ends, whatever path it gives */
-	CHECK(sp_view_model(v)->total_samples == 10);
+	CHECK(sp_view_model(v)->total_samples == 11);
 	sp_view_free(v);
 
 	struct sp_rollup r;
 	CHECK(sp_rollup_build(&r, &fk.m, SP_ROLLUP_MODULE_PATH, false) == 0);
-	int64_t net = sp_rollup_find(&r, "Net"), fc = sp_rollup_find(&r, "Net/fc");
-	CHECK(net >= 0 && r.rows[net].self_samples == 1 && r.rows[net].total_samples == 6);
-	CHECK(fc >= 0 && r.rows[fc].self_samples == 4 && r.rows[fc].total_samples == 4);
+	int64_t net = sp_rollup_find(&r, "Net"), fc = sp_rollup_find(&r, "Net/fc (Linear)");
+	CHECK(net >= 0 && r.rows[net].self_samples == 1 && r.rows[net].total_samples == 7);
+	CHECK(fc >= 0 && r.rows[fc].self_samples == 4 && r.rows[fc].total_samples == 5);
 	CHECK(sp_rollup_find(&r, "Net/fc/LINEAR PASS") < 0);
 	sp_rollup_release(&r);
+
+	/* --no-module-class: the bare paths */
+	fk.m.module_classes = false;
+	v = sp_view_new(&fk.m, SP_VIEW_MODULE_PATH);
+	CHECK(v != NULL);
+	if (v) {
+		text = stacks_text(sp_view_model(v));
+		CHECK(strstr(text, "Net;Net/fc;Net/fc/act 1\n") != NULL);
+		CHECK(strstr(text, "(Linear)") == NULL);
+		sp_view_free(v);
+	}
+	fk.m.module_classes = true;
 }
 
 /* Every line "FUNC\tNAME\tOVERLOAD" of path. */
