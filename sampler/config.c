@@ -1,6 +1,7 @@
 #include "sampler/config.h"
 #include "sampler/sampler.h"
 #include "sampler/sys.h"
+#include "format/manifest.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -31,34 +32,6 @@ static bool sp_env_bool(const char *name)
 	return s && (!strcmp(s, "1") || !strcmp(s, "yes") || !strcmp(s, "true"));
 }
 
-int sp_schedule_parse(const char *s, struct sp_schedule *out)
-{
-	unsigned long v[4] = {0, 0, 0, 0};
-	int n = 0;
-	const char *p = s;
-	while (*p && n < 4) {
-		char *end;
-		errno = 0;
-		v[n] = strtoul(p, &end, 10);
-		if (end == p || errno || *p == '-' || v[n] > 1000000000ul)
-			return -EINVAL;
-		n++;
-		p = end;
-		if (*p == ',')
-			p++;
-		else if (*p)
-			return -EINVAL;
-	}
-	if (*p || n < 3 || v[2] == 0)
-		return -EINVAL;
-	out->set = true;
-	out->wait = (uint32_t)v[0];
-	out->warmup = (uint32_t)v[1];
-	out->active = (uint32_t)v[2];
-	out->repeat = (uint32_t)v[3];
-	return 0;
-}
-
 void sp_config_load(struct sp_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
@@ -74,6 +47,17 @@ void sp_config_load(struct sp_config *cfg)
 	cfg->quiet = sp_env_bool("STACKPROF_QUIET");
 	cfg->verbose = sp_env_bool("STACKPROF_VERBOSE");
 	const char *out = getenv("STACKPROF_OUT");
+	if (out && sp_has_control(out)) {
+		/* a newline in a file name splits every message and list that
+		 * names it: refused, as `run -o` refuses it (format/manifest.h) */
+		char shown[512];
+		if (sp_manifest_encode(out, shown, sizeof(shown)) < 0)
+			strcpy(shown, "(too long to show)");
+		sp_log("STACKPROF_OUT=%s holds a control character (a newline, a tab, ...); "
+		       "not profiling",
+		       shown);
+		cfg->out_refused = true;
+	}
 	char cwd[2048];
 	if (out && *out && *out != '/' && getcwd(cwd, sizeof(cwd)) &&
 	    strlen(cwd) + strlen(out) + 2 < sizeof(cfg->out) - 32) {

@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "format/schedule.h"
+
 /* The deepest stack STACKPROF_MAX_DEPTH may ask for. */
 #define SP_MAX_DEPTH_WORDS 4096
 
@@ -21,14 +23,9 @@ enum sp_unwind_mode {
 	SP_UNWIND_CHECK,     /* both on every sample, counting the samples where they differ */
 };
 
-/* A torch.profiler.schedule: skip `wait` steps, sample `warmup` + `active`, repeat. */
-struct sp_schedule {
-	bool set;
-	uint32_t wait, warmup, active, repeat; /* repeat 0: forever */
-};
-
 struct sp_config {
 	char out[4096];		     /* STACKPROF_OUT; "" means stackprof.<pid>.prof */
+	bool out_refused;	     /* STACKPROF_OUT holds a control character: no profile */
 	uint32_t freq_hz;	     /* STACKPROF_FREQ, 1..20000, default 100 */
 	uint32_t max_depth;	     /* STACKPROF_MAX_DEPTH, 8..SP_MAX_DEPTH_WORDS, default 512 */
 	uint32_t ring_kb;	     /* STACKPROF_RING_KB per thread, 64..65536, default 1024 */
@@ -45,8 +42,5 @@ struct sp_config {
 
 /* Fills cfg from the environment. Never fails: bad values keep defaults. */
 void sp_config_load(struct sp_config *cfg);
-
-/* Parses "wait,warmup,active[,repeat]". 0 or -EINVAL. */
-int sp_schedule_parse(const char *s, struct sp_schedule *out);
 
 #endif

@@ -38,6 +38,7 @@ static _Atomic int sp_prog;		/* the program's calls inside their section */
 static _Atomic int sp_ours;		/* a section of ours is open */
 static pthread_mutex_t sp_sect_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread sigset_t sp_sect_mask SP_TLS;
+static __thread int sp_sect_depth SP_TLS; /* sections of ours open on this thread */
 
 int sp_fds_init(void)
 {
@@ -57,6 +58,11 @@ int sp_fds_init(void)
 		return -errno;
 	sp_reg = p;
 	return 0;
+}
+
+int sp_fd_floor(void)
+{
+	return sp_floor;
 }
 
 int sp_fd_room(void)
@@ -124,6 +130,9 @@ static void sp_prog_leave(void)
 
 bool sp_fd_begin(void)
 {
+	/* nested (sp_log from inside a section): the outer one holds already */
+	if (sp_sect_depth++ > 0)
+		return true;
 	sigset_t all;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &sp_sect_mask);
@@ -143,6 +152,8 @@ bool sp_fd_begin(void)
 
 void sp_fd_end(void)
 {
+	if (--sp_sect_depth > 0)
+		return;
 	atomic_store(&sp_ours, 0);
 	pthread_mutex_unlock(&sp_sect_lock);
 	pthread_sigmask(SIG_SETMASK, &sp_sect_mask, NULL);
@@ -159,7 +170,8 @@ int sp_fd_keep(struct sp_fd *f, int fd)
 		return -ENOSYS;
 	}
 	int nfd = fcntl(fd, F_DUPFD_CLOEXEC, sp_floor);
-	int e = errno;
+	/* EINVAL: the program lowered RLIMIT_NOFILE under floor since */
+	int e = errno == EINVAL ? EMFILE : errno;
 	sp_sys_close(fd);
 	if (nfd < 0)
 		return -e;
@@ -179,6 +191,9 @@ int sp_fd_open(struct sp_fd *f, const char *path, int flags, mode_t mode)
 		return -EAGAIN;
 	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, flags | O_CLOEXEC, mode);
 	int rc = fd < 0 ? -errno : sp_fd_keep(f, fd);
+	/* O_EXCL: the file is ours, made just now; it can't be kept, so it goes */
+	if (fd >= 0 && rc < 0 && (flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL))
+		unlink(path);
 	sp_fd_end();
 	return rc;
 }

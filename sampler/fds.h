@@ -54,12 +54,17 @@ struct sp_fd {
 	_Atomic int users; /* holders of the number (sp_fd_hold) */
 };
 
-/* Reads RLIMIT_NOFILE and maps the registry. 0 or -errno. */
+/* Reads RLIMIT_NOFILE and maps the registry, once (later calls return 0).
+ * 0 or -errno. */
 int sp_fds_init(void);
 
 /* How many descriptors stackprof may hold at once: the numbers from floor
- * up to RLIMIT_NOFILE, at most SP_FD_SPAN. */
+ * up to RLIMIT_NOFILE, at most SP_FD_SPAN. 0 when the program lowered
+ * RLIMIT_NOFILE under floor after stackprof started. */
 int sp_fd_room(void);
+
+/* The lowest number stackprof keeps a descriptor at, -1 before sp_fds_init. */
+int sp_fd_floor(void);
 
 /*
  * Brackets the making of a descriptor: no close/close_range/dup2 of the
@@ -70,6 +75,8 @@ int sp_fd_room(void);
  */
 bool sp_fd_begin(void);
 void sp_fd_end(void);
+/* (A section may be opened inside another on the same thread: the inner
+ * pair does nothing. sp_log, called inside one, may abandon its descriptor.) */
 
 /*
  * Inside sp_fd_begin/end: moves fd (just made, close-on-exec) to a high
@@ -80,7 +87,9 @@ void sp_fd_end(void);
 int sp_fd_keep(struct sp_fd *f, int fd);
 
 /* Opens path (O_CLOEXEC is added) as a kept descriptor in f, in a section
- * of its own. The number, or -errno. */
+ * of its own. The number, or -errno: -EMFILE when there is no number to
+ * keep it at; with O_CREAT|O_EXCL, a file that was made but can't be kept
+ * is removed again: nothing is left behind. */
 int sp_fd_open(struct sp_fd *f, const char *path, int flags, mode_t mode);
 
 /* Unregisters and closes f's descriptor, in a section of its own, once no

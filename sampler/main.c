@@ -41,6 +41,7 @@ __attribute__((constructor)) static void sp_init(void)
 	sp_config_load(&sp_g.cfg);
 	if (getauxval(AT_SECURE)) {
 		sp_log("setuid/setgid program: stackprof leaves it alone");
+		sp_log_close();
 		return;
 	}
 	uint64_t c0 = sp_thread_cpu_ns();

@@ -25,8 +25,18 @@ SP_SIGSAFE pid_t sp_gettid(void);
  * through a descriptor the program can't close (fds.h). Bytes read, or -1. */
 ssize_t sp_read_small(const char *path, char *buf, size_t size);
 
-/* Writes "stackprof[pid]: <message>\n" to stderr with one write(2), unless
- * STACKPROF_QUIET. Formats with vsnprintf: not for the handler. */
+/*
+ * Writes "stackprof[pid]: <message>\n" with one write(2), unless
+ * STACKPROF_QUIET, to stackprof's own duplicate of the stderr the process
+ * started with (made by a constructor of sys.c's, kept like any descriptor
+ * of stackprof's: fds.h). Never to fd 2 as it is now, which the program may
+ * have made its data file; nothing at all if the process started without a
+ * stderr or stackprof had to give its duplicate up. errno is kept. Formats
+ * with vsnprintf: not for the handler.
+ */
 void sp_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Closes stackprof's stderr (a program stackprof leaves alone). */
+void sp_log_close(void);
 
 #endif

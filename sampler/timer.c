@@ -24,9 +24,10 @@
 #define sigev_notify_thread_id _sigev_un._tid
 #endif
 
-/* Descriptors stackprof keeps besides per-thread events: the profile, and
- * a file it reads for a moment (fds.h). */
-#define SP_FDS_RESERVED 4
+/* Descriptors stackprof keeps besides per-thread events: the profile, a
+ * file it reads for a moment, libunwind's pipe, its stderr and the
+ * manifest (fds.h). */
+#define SP_FDS_RESERVED 6
 
 static struct timespec sp_ts(uint64_t ns)
 {

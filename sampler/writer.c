@@ -4,6 +4,7 @@
 #include "sampler/writer.h"
 #include "sampler/api.h"
 #include "format/buf.h"
+#include "format/manifest.h"
 #include "sampler/fds.h"
 #include "sampler/handler.h"
 #include "sampler/modules.h"
@@ -26,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <linux/futex.h>
 #include <sys/file.h>
 #include <sys/syscall.h>
@@ -892,6 +894,11 @@ static int sp_open_output(struct sp_fd *f, char *path, size_t cap)
 	int pid = (int)sp_g.pid;
 	int fd;
 	struct stat st;
+	if (sp_g.cfg.out_refused) {
+		snprintf(path, cap, "%s", out);
+		errno = EILSEQ;
+		return -1;
+	}
 	if (out[0] && stat(out, &st) == 0 && !S_ISREG(st.st_mode)) {
 		/* /dev/null: profile and keep nothing (the cost without the
 		 * file). Anything else that is not a file (a FIFO, a device, a
@@ -955,29 +962,55 @@ static void sp_abs_path(const char *path, char *out, size_t cap)
  * "!error ENAME PATH" (e.g. "!error ENOSPC /tmp/x.prof") if writing it
  * failed. `stackprof run` reads it to name every file and every failure.
  * The path is taken when the writer starts: the program may clear its
- * environment later.
+ * environment later. The file stays open, as a descriptor of stackprof's
+ * (fds.h), shared by fork children: a child that can't make a descriptor
+ * any more (the program lowered RLIMIT_NOFILE) can still say that its
+ * profile failed. Paths are escaped (format/manifest.h): a newline in a
+ * directory's name never splits a line.
  */
 static char sp_manifest[4096];
+static struct sp_fd sp_manifest_fd;
+
+/* Keeps the manifest open; a fork child already has its parent's. */
+static void sp_manifest_open(void)
+{
+	if (atomic_load(&sp_manifest_fd.fd) > 0)
+		return;
+	const char *m = getenv("STACKPROF_MANIFEST");
+	snprintf(sp_manifest, sizeof(sp_manifest), "%s", m ? m : "");
+	if (sp_manifest[0])
+		sp_fd_open(&sp_manifest_fd, sp_manifest, O_WRONLY | O_APPEND | O_NOFOLLOW, 0);
+}
 
 /* Appends one line to the manifest; a single O_APPEND write, so that lines
  * of several processes never interleave. */
 static void sp_manifest_line(const char *tag, const char *path)
 {
-	if (!sp_manifest[0])
-		return;
-	struct sp_fd mf = {0};
-	int fd = sp_fd_open(&mf, sp_manifest, O_WRONLY | O_APPEND | O_NOFOLLOW, 0);
-	if (fd < 0)
-		return;
-	char line[8192 + 64];
+	char line[2 * 4096 + 128];
 	char abs[4096];
 	sp_abs_path(path, abs, sizeof(abs));
-	int n = snprintf(line, sizeof(line), "%s%s\n", tag, abs);
-	if (n > 0 && (size_t)n < sizeof(line)) {
-		ssize_t r = write(fd, line, (size_t)n);
-		(void)r;
+	size_t t = strlen(tag);
+	if (t >= sizeof(line) / 2 || sp_manifest_encode(abs, line + t, sizeof(line) - t - 1) < 0)
+		return;
+	memcpy(line, tag, t);
+	size_t n = strlen(line);
+	line[n++] = '\n';
+	/* the kept descriptor, or (given up to the program's dup2) a new one */
+	struct sp_fd tmp = {0};
+	struct sp_fd *mf = &sp_manifest_fd;
+	int fd = sp_fd_hold(mf);
+	if (fd < 0 && sp_manifest[0]) {
+		mf = &tmp;
+		if (sp_fd_open(mf, sp_manifest, O_WRONLY | O_APPEND | O_NOFOLLOW, 0) < 0)
+			return;
+		fd = sp_fd_hold(mf);
 	}
-	sp_fd_close(&mf);
+	if (fd < 0)
+		return;
+	ssize_t r = write(fd, line, n);
+	(void)r;
+	sp_fd_drop(mf);
+	sp_fd_close(&tmp);
 }
 
 static void sp_manifest_add(const char *path)
@@ -1001,15 +1034,22 @@ int sp_writer_start(void)
 	struct sp_wstate *s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	const char *m = getenv("STACKPROF_MANIFEST");
-	snprintf(sp_manifest, sizeof(sp_manifest), "%s", m ? m : "");
+	sp_manifest_open();
 	int fd = sp_open_output(&s->out, sp_g.path, sizeof(sp_g.path));
 	if (fd < 0) {
 		int e = errno;
+		struct rlimit rl;
 		if (e == ENOTSUP)
 			sp_log("STACKPROF_OUT=%s is not a regular file (only /dev/null is allowed, "
 			       "to keep nothing); not profiling",
 			       sp_g.cfg.out);
+		else if (e == EILSEQ)
+			; /* a control character in STACKPROF_OUT: config.c said so */
+		else if (e == EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0)
+			sp_log("cannot create the profile %s: no file descriptor is free for it "
+			       "(RLIMIT_NOFILE is %llu; stackprof keeps its own from %d up, out "
+			       "of the program's way); not profiling",
+			       sp_g.path, (unsigned long long)rl.rlim_cur, sp_fd_floor());
 		else
 			sp_log("cannot create the profile %s: %s; not profiling", sp_g.path,
 			       strerror(e));

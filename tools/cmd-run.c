@@ -36,6 +36,8 @@
 #include "tools/commands.h"
 #include "export/model.h"
 #include "tools/summary.h"
+#include "format/manifest.h"
+#include "format/schedule.h"
 
 enum {
 	OPT_TIMER = 256,
@@ -235,9 +237,23 @@ static bool sp_run_parse(struct sp_run *r, struct sp_cli_args *a)
 	int c;
 	while ((c = sp_cli_next(a)) > 0) {
 		switch (c) {
-		case 'o':
+		case 'o': {
+			/* the library would refuse such a name (format/manifest.h): say
+			 * so now, before the program runs */
+			char shown[512];
+			if (!a->value[0])
+				return !sp_cli_bad(a, "-o wants a file name (it was empty)");
+			if (sp_has_control(a->value)) {
+				if (sp_manifest_encode(a->value, shown, sizeof(shown)) < 0)
+					strcpy(shown, "...");
+				return !sp_cli_bad(a,
+						   "-o %s: the name holds a control character (a "
+						   "newline, a tab, ...); choose another",
+						   shown);
+			}
 			o->out = a->value;
 			break;
+		}
 		case 'F':
 			if (!sp_cli_ulong(a, 1, 20000, &v))
 				return false;
@@ -275,13 +291,14 @@ static bool sp_run_parse(struct sp_run *r, struct sp_cli_args *a)
 			o->summary = false;
 			break;
 		case OPT_SCHEDULE: {
-			unsigned a0, a1, a2, a3 = 0;
-			char extra;
-			int k = sscanf(a->value, "%u,%u,%u,%u%c", &a0, &a1, &a2, &a3, &extra);
-			if ((k != 3 && k != 4) || a2 == 0)
+			/* the library's own parser: what passes here, it takes */
+			struct sp_schedule sched;
+			if (sp_schedule_parse(a->value, &sched) < 0)
 				return !sp_cli_bad(
 				    a,
-				    "--schedule wants wait,warmup,active[,repeat] with active > 0");
+				    "--schedule wants wait,warmup,active[,repeat]: "
+				    "three or four whole numbers up to %u, active > 0",
+				    SP_SCHEDULE_MAX);
 			o->schedule = a->value;
 			break;
 		}
@@ -786,12 +803,14 @@ static void sp_run_read_manifest(struct sp_run *r)
 	if (!f)
 		return;
 	size_t cap = 0, ecap = 0;
-	char line[8192];
-	while (fgets(line, sizeof(line), f)) {
+	char *line = NULL;
+	size_t lcap = 0;
+	while (getline(&line, &lcap, f) >= 0) {
 		line[strcspn(line, "\n")] = '\0';
 		char *name = line + 7, *sp = strchr(name, ' ');
 		if (!strncmp(line, "!error ", 7) && sp) {
 			*sp = '\0';
+			sp_manifest_decode(sp + 1);
 			char *path = strdup(sp + 1);
 			if (path &&
 			    sp_grow((void **)&r->errors, r->nerrors, &ecap, sizeof(*r->errors)))
@@ -800,6 +819,7 @@ static void sp_run_read_manifest(struct sp_run *r)
 			else
 				free(path);
 		} else if (line[0] && line[0] != '!') {
+			sp_manifest_decode(line);
 			char *path = strdup(line);
 			if (path && sp_grow((void **)&r->files, r->nfiles, &cap, sizeof(*r->files)))
 				r->files[r->nfiles++] = path;
@@ -807,6 +827,7 @@ static void sp_run_read_manifest(struct sp_run *r)
 				free(path);
 		}
 	}
+	free(line);
 	fclose(f);
 }
 
@@ -969,6 +990,8 @@ static const char *sp_write_error_text(int err)
 		return "disk quota exceeded";
 	case EFBIG:
 		return "file too large";
+	case EMFILE:
+		return "no file descriptor free for it (the process's RLIMIT_NOFILE)";
 	default:
 		return strerror(err);
 	}
@@ -1078,6 +1101,17 @@ static void sp_run_report(const struct sp_run *r)
 			fprintf(stderr, "stackprof: %s still holds the earlier profile\n",
 				r->o.out);
 		return;
+	}
+	/* profiles that could not even be made (a child that lowered its
+	 * RLIMIT_NOFILE): the manifest names them in errors only */
+	for (size_t i = 0; i < r->nerrors; i++) {
+		size_t k = 0;
+		while (k < r->nfiles && strcmp(r->files[k], r->errors[i].path))
+			k++;
+		if (k == r->nfiles)
+			sp_cli_error("creating the profile %s failed: %s; that process ran "
+				     "unprofiled",
+				     r->errors[i].path, sp_write_error_text(r->errors[i].err));
 	}
 	for (size_t k = 1; k < r->nfiles; k++) {
 		int e = sp_run_write_error(r, r->files[k]);
