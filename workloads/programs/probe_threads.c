@@ -1,12 +1,13 @@
 /*
  * probe_threads - many threads alive at once, a few of them working.
  *
- *   probe_threads N WORKERS SECONDS
+ *   probe_threads N WORKERS SECONDS [exit]
  *
  * Starts N threads and waits until all of them run, so that N are alive
  * together. Then WORKERS of them, spread evenly over the creation order
  * with the last one created among them, each burn SECONDS of their own CPU
- * time in worker_burn(); the others sleep. All end together.
+ * time in worker_burn(); the others sleep. All end together, or with
+ * "exit", main returns while the others still wait (exit ends them).
  *
  * stdout says what ran (the same with and without a profiler); stderr gets
  * "cpu_ns X", the CPU time all the program's threads used, each read from
@@ -15,6 +16,7 @@
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +27,7 @@
 
 static pthread_barrier_t all_started, all_done;
 static _Atomic uint64_t cpu_ns_total;
+static _Atomic int threads_counted;
 static double burn_s;
 static volatile uint64_t sink;
 
@@ -52,14 +55,16 @@ static void *run(void *arg)
 	if (works)
 		worker_burn(burn_s);
 	atomic_fetch_add(&cpu_ns_total, thread_cpu_ns());
+	atomic_fetch_add(&threads_counted, 1);
 	pthread_barrier_wait(&all_done);
 	return NULL;
 }
 
 int main(int argc, char **argv)
 {
-	if (argc != 4) {
-		fprintf(stderr, "usage: probe_threads N WORKERS SECONDS\n");
+	bool leave = argc == 5 && !strcmp(argv[4], "exit");
+	if (argc != 4 && !leave) {
+		fprintf(stderr, "usage: probe_threads N WORKERS SECONDS [exit]\n");
 		return 2;
 	}
 	int n = atoi(argv[1]), workers = atoi(argv[2]);
@@ -87,6 +92,14 @@ int main(int argc, char **argv)
 	}
 	pthread_barrier_wait(&all_started);
 	printf("%d threads alive together, %d working %.2f s each\n", n, workers, burn_s);
+	if (leave) {
+		/* every thread has counted its CPU time, and waits */
+		while (atomic_load(&threads_counted) < n)
+			nanosleep(&(struct timespec){0, 1000000}, NULL);
+		atomic_fetch_add(&cpu_ns_total, thread_cpu_ns());
+		fprintf(stderr, "cpu_ns %llu\n", (unsigned long long)atomic_load(&cpu_ns_total));
+		exit(0);
+	}
 	atomic_fetch_add(&cpu_ns_total, thread_cpu_ns());
 	pthread_barrier_wait(&all_done);
 	for (int i = 0; i < n; i++)
