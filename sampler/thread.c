@@ -27,16 +27,19 @@ static int (*sp_real_pthread_create)(pthread_t *, const pthread_attr_t *, void *
 
 /*
  * The slots threads may claim: STACKPROF_MAX_THREADS, and no more than the
- * program can spare of its memory mappings. A slot keeps 3 mappings of its
- * own (ring, stack scratch, the handler's stack with its guard page) and
- * the program's threads have 2 each (stack and guard): under the kernel's
- * vm.max_map_count (65530 by default) 13,100 sampled threads would take
- * every one left, and the program's next pthread_create would fail where
- * alone it succeeds. Slots may use a quarter: 5,460 by default.
+ * program can spare of its memory mappings. The program's threads take 2
+ * each (stack and guard). A slot's ring, stack scratch and handler stack
+ * with its guard page were 3 of their own: under the kernel's
+ * vm.max_map_count (65530 by default) 13,100 sampled threads took every one
+ * left, and the program's next pthread_create failed where alone it
+ * succeeds. They are one mapping now (sp_slot_map), 2 with the guard page
+ * where the kernel can't guard a page without a mapping of its own (before
+ * Linux 6.13), and one more with Python's scratch. Slots may use a quarter
+ * of the mappings: by default 16,382 threads, 8,191 before 6.13 or in
+ * Python, 5,460 in Python before 6.13.
  */
-#define SP_SLOT_MAPPINGS 3
-static uint32_t sp_slot_cap;
-static bool sp_slot_capped; /* by the mappings, not by STACKPROF_MAX_THREADS */
+static uint32_t sp_slot_maps;			/* the quarter */
+static _Atomic uint32_t sp_slot_guard_maps = 1; /* 0 once a guard page needed none */
 
 static void sp_slot_cap_init(void)
 {
@@ -44,12 +47,18 @@ static void sp_slot_cap_init(void)
 	unsigned long maps = 65530;
 	if (sp_read_small("/proc/sys/vm/max_map_count", buf, sizeof(buf)) > 0)
 		maps = strtoul(buf, NULL, 10);
-	unsigned long cap = maps / 4 / SP_SLOT_MAPPINGS;
-	sp_slot_cap = sp_g.cfg.max_threads;
-	if (cap < sp_slot_cap) {
-		sp_slot_cap = cap > 1 ? (uint32_t)cap : 1;
-		sp_slot_capped = true;
-	}
+	sp_slot_maps = maps / 4 > UINT32_MAX ? UINT32_MAX : (uint32_t)(maps / 4);
+}
+
+/* How many slots may be used now, and whether the mappings are what bounds it. */
+static uint32_t sp_slot_cap(bool *by_maps)
+{
+	uint32_t per = 1 + atomic_load(&sp_slot_guard_maps) + (atomic_load(&sp_py.active) ? 1 : 0);
+	uint32_t cap = sp_slot_maps / per;
+	if (cap < 1)
+		cap = 1;
+	*by_maps = cap < sp_g.cfg.max_threads;
+	return *by_maps ? cap : sp_g.cfg.max_threads;
 }
 
 /*
@@ -75,17 +84,18 @@ static void sp_missed_add(int err)
 	atomic_fetch_add(&sp_g.threads_missed, 1);
 	if (!atomic_exchange(&sp_missed_said, true)) {
 		char why[160];
+		bool by_maps;
+		uint32_t cap = sp_slot_cap(&by_maps);
 		if (err != -EAGAIN)
 			snprintf(why, sizeof(why), "%s", strerror(-err));
-		else if (sp_slot_capped)
+		else if (by_maps)
 			snprintf(why, sizeof(why),
 				 "%u threads are sampled at most, for the memory mappings they "
 				 "take (vm.max_map_count)",
-				 sp_slot_cap);
+				 cap);
 		else
 			snprintf(why, sizeof(why),
-				 "the thread table is full (%u, STACKPROF_MAX_THREADS)",
-				 sp_slot_cap);
+				 "the thread table is full (%u, STACKPROF_MAX_THREADS)", cap);
 		sp_log("thread %d is not sampled: %s; nor is any other thread that finds no room "
 		       "(the profile counts them and their CPU time)",
 		       sp_gettid(), why);
@@ -182,15 +192,15 @@ int sp_thread_init(void)
 /*
  * The first free slot from the hint on, then from 0. A claim moves the hint
  * past its slot and a slot set free moves it back (sp_thread_slot_free), so
- * a new thread finds its slot at once however many run: a scan from 0 read
- * one cache line per live thread, 0.1 ms per new thread at 4,096 of them.
- * A stale hint costs a longer scan, never a slot.
+ * a new thread finds its slot at once however many run, where a scan from
+ * 0 read a cache line per live thread. A stale hint costs a longer scan,
+ * never a slot.
  */
 static struct sp_thread *sp_slot_claim(void)
 {
-	uint32_t max = sp_slot_cap, from = atomic_load(&sp_g.slot_hint);
-	if (from >= max)
-		from = 0;
+	bool by_maps;
+	uint32_t max = sp_slot_cap(&by_maps), hint = atomic_load(&sp_g.slot_hint);
+	uint32_t from = hint < max ? hint : 0;
 	for (uint32_t k = 0; k < max; k++) {
 		uint32_t i = from + k < max ? from + k : from + k - max;
 		int expect = SP_SLOT_FREE;
@@ -203,10 +213,43 @@ static struct sp_thread *sp_slot_claim(void)
 		while (n < i + 1 && !atomic_compare_exchange_weak(&sp_g.n_slots, &n, i + 1))
 			;
 		/* unless a slot was set free meanwhile: the hint is its */
-		atomic_compare_exchange_strong(&sp_g.slot_hint, &from, i + 1);
+		atomic_compare_exchange_strong(&sp_g.slot_hint, &hint, i + 1);
 		return t;
 	}
 	return NULL;
+}
+
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102 /* Linux 6.13 */
+#endif
+
+/*
+ * A slot's first thread maps what the slot keeps in one mapping: a guard
+ * page, the handler's stack (sigstack.h), the stack scratch (handler.h) and
+ * the ring, which the set-up then takes as kept from a previous owner. The
+ * guard page is a marker in the page table where the kernel has them
+ * (MADV_GUARD_INSTALL), else a page of its own (mprotect). If the mapping
+ * fails, each part is mapped alone, as it was before.
+ */
+static void sp_slot_map(struct sp_thread *t, size_t ring_words)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t stk = SP_STK_WORDS(sp_g.cfg.max_depth) * sizeof(uint64_t);
+	stk = (stk + page - 1) / page * page;
+	size_t len = page + SP_SIGSTACK_SIZE + stk + ring_words * sizeof(uint64_t);
+	uint8_t *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return;
+	if (madvise(p, page, MADV_GUARD_INSTALL) == 0) {
+		atomic_store(&sp_slot_guard_maps, 0);
+	} else if (mprotect(p, page, PROT_NONE) != 0) {
+		munmap(p, len);
+		return;
+	}
+	t->sigstack = p + page;
+	t->stk = (uint64_t *)(p + page + SP_SIGSTACK_SIZE);
+	t->ring.words = (uint64_t *)(p + page + SP_SIGSTACK_SIZE + stk);
+	t->ring.n_words = ring_words;
 }
 
 void sp_thread_slot_free(struct sp_thread *t)
@@ -255,6 +298,9 @@ int sp_thread_attach(const char *py_name)
 		sp_missed_add(-EAGAIN);
 		return -EAGAIN;
 	}
+	size_t words = (size_t)sp_g.cfg.ring_kb * 1024 / sizeof(uint64_t);
+	if (!t->sigstack && !t->stk && !t->ring.words)
+		sp_slot_map(t, words);
 	struct sp_ring ring = t->ring; /* kept from a previous owner, if any */
 	uint64_t *check = t->check_pcs;
 	uint64_t *stk = t->stk;
@@ -282,7 +328,6 @@ int sp_thread_attach(const char *py_name)
 
 	t->tid = sp_gettid();
 	int err = 0;
-	size_t words = (size_t)sp_g.cfg.ring_kb * 1024 / sizeof(uint64_t);
 	if (ring.words && ring.n_words == words) {
 		t->ring.words = ring.words;
 		t->ring.n_words = words;

@@ -141,10 +141,9 @@ void sp_summary_print_counts(FILE *f, const struct sp_profile *p, const struct s
 		fprintf(f,
 			"%swarning: %llu thread%s not sampled, with %s of CPU that the profile "
 			"leaves out: stackprof had no slot for them. It samples up to "
-			"STACKPROF_MAX_THREADS threads at once (65536 by default), and no more "
-			"than a quarter of the kernel's vm.max_map_count allows (3 mappings a "
-			"thread): raise the one the program hit (docs/SAMPLER.md, \"Many "
-			"threads\")\n",
+			"STACKPROF_MAX_THREADS threads at once (65536 by default), and only as "
+			"many as a quarter of the kernel's vm.max_map_count has room for: raise "
+			"the one the program hit (docs/SAMPLER.md, \"Many threads\")\n",
 			prefix, (unsigned long long)st->threads_missed,
 			st->threads_missed == 1 ? " was" : "s were", missed);
 	}
