@@ -269,6 +269,11 @@ struct sp_prof_stats {
 	 * EINTR to it (a timer that signals a thread from outside can reach it
 	 * as it waits in poll, nanosleep, epoll_wait or io_uring_enter) */
 	uint64_t syscalls_cut;
+	/* threads the sampler had no slot for (its thread table was full, or a
+	 * thread's buffers could not be mapped): never sampled. missed_ns is
+	 * their CPU time, none of which is in the samples */
+	uint64_t threads_missed;
+	uint64_t missed_ns;
 };
 
 /* -------------------------------------------------------- profile writer */

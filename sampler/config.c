@@ -42,6 +42,7 @@ void sp_config_load(struct sp_config *cfg)
 	cfg->max_depth = 512;
 	cfg->ring_kb = 1024;
 	cfg->flush_ms = 200;
+	cfg->max_threads = SP_MAX_THREADS;
 	strcpy(cfg->timer, "auto");
 
 	cfg->quiet = sp_env_bool("STACKPROF_QUIET");
@@ -80,6 +81,7 @@ void sp_config_load(struct sp_config *cfg)
 	sp_env_u32("STACKPROF_MAX_DEPTH", 8, SP_MAX_DEPTH_WORDS, &cfg->max_depth);
 	sp_env_u32("STACKPROF_RING_KB", 64, 65536, &cfg->ring_kb);
 	sp_env_u32("STACKPROF_FLUSH_MS", 10, 60000, &cfg->flush_ms);
+	sp_env_u32("STACKPROF_MAX_THREADS", 1, SP_MAX_THREADS, &cfg->max_threads);
 	const char *t = getenv("STACKPROF_TIMER");
 	if (t && *t) {
 		if (!strcmp(t, "auto") || !strcmp(t, "posix") || !strcmp(t, "perf") ||

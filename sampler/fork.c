@@ -93,6 +93,7 @@ static void sp_fork_child(void)
 		sp_ring_release(&self->ring);
 		atomic_store(&self->state, SP_SLOT_FREE);
 	}
+	sp_thread_atfork_child();
 	atomic_store(&sp_g.setup_ns, 0); /* the child's profile counts its own */
 	atomic_store(&sp_g.aside_ns, 0);
 	uint64_t c0 = sp_thread_cpu_ns();

@@ -52,8 +52,10 @@ __attribute__((constructor)) static void sp_init(void)
 	sp_g.start_real_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	sp_g.period_ns = 1000000000ull / sp_g.cfg.freq_hz;
 
-	void *tab = mmap(NULL, SP_MAX_THREADS * sizeof(struct sp_thread), PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/* reserved: only the slots threads use are ever backed (sampler.h) */
+	void *tab =
+	    mmap(NULL, (size_t)sp_g.cfg.max_threads * sizeof(struct sp_thread),
+		 PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (tab == MAP_FAILED) {
 		sp_log("cannot map the thread table: %s; not profiling", strerror(errno));
 		return;

@@ -32,7 +32,15 @@
 #define SP_EXPORT __attribute__((visibility("default")))
 #define SP_TLS	  __attribute__((tls_model("initial-exec")))
 
-#define SP_MAX_THREADS	   4096
+/*
+ * The most thread slots STACKPROF_MAX_THREADS may ask for, and its default.
+ * The table is reserved, not committed (MAP_NORESERVE): a slot costs memory
+ * only once a thread has used it, so the size is about the address space
+ * (65536 * sizeof(struct sp_thread), 45 MB) and the high-water mark of
+ * threads, not the program's usual count. What a sampled thread costs is
+ * in docs/SAMPLER.md ("Many threads").
+ */
+#define SP_MAX_THREADS	   65536
 #define SP_MAX_RANGE_DEPTH 64
 
 /* FREE -> INIT (being set up by its thread) -> LIVE -> DEAD (drained, then FREE) */
@@ -112,8 +120,12 @@ struct sp_state {
 	uint64_t period_ns;
 	const struct sp_timer_ops *timer;
 
-	struct sp_thread *threads; /* SP_MAX_THREADS slots, mmap'ed */
-	_Atomic uint32_t n_slots;  /* high-water mark of used slots */
+	struct sp_thread *threads;  /* cfg.max_threads slots, mmap'ed */
+	_Atomic uint32_t n_slots;   /* high-water mark of used slots */
+	_Atomic uint32_t slot_hint; /* where a free slot may be: sp_slot_claim starts there */
+	/* threads that got no slot (table full, no memory for their ring):
+	 * not sampled, counted, and their CPU time summed (thread.h) */
+	_Atomic uint64_t threads_missed;
 
 	/* writer thread */
 	pthread_t writer;

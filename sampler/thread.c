@@ -25,9 +25,154 @@ static pthread_key_t sp_thread_key;
 static int (*sp_real_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
 				     void *);
 
+/*
+ * The slots threads may claim: STACKPROF_MAX_THREADS, and no more than the
+ * program can spare of its memory mappings. The program's threads take 2
+ * each (stack and guard). A slot's ring, stack scratch and handler stack
+ * with its guard page were 3 of their own: under the kernel's
+ * vm.max_map_count (65530 by default) 13,100 sampled threads took every one
+ * left, and the program's next pthread_create failed where alone it
+ * succeeds. They are one mapping now (sp_slot_map), 2 with the guard page
+ * where the kernel can't guard a page without a mapping of its own (before
+ * Linux 6.13), and one more with Python's scratch. Slots may use a quarter
+ * of the mappings: by default 16,382 threads, 8,191 before 6.13 or in
+ * Python, 5,460 in Python before 6.13.
+ */
+static uint32_t sp_slot_maps;			/* the quarter */
+static _Atomic uint32_t sp_slot_guard_maps = 1; /* 0 once a guard page needed none */
+
+static void sp_slot_cap_init(void)
+{
+	char buf[32];
+	unsigned long maps = 65530;
+	if (sp_read_small("/proc/sys/vm/max_map_count", buf, sizeof(buf)) > 0)
+		maps = strtoul(buf, NULL, 10);
+	sp_slot_maps = maps / 4 > UINT32_MAX ? UINT32_MAX : (uint32_t)(maps / 4);
+}
+
+/* How many slots may be used now, and whether the mappings are what bounds it. */
+static uint32_t sp_slot_cap(bool *by_maps)
+{
+	uint32_t per = 1 + atomic_load(&sp_slot_guard_maps) + (atomic_load(&sp_py.active) ? 1 : 0);
+	uint32_t cap = sp_slot_maps / per;
+	if (cap < 1)
+		cap = 1;
+	*by_maps = cap < sp_g.cfg.max_threads;
+	return *by_maps ? cap : sp_g.cfg.max_threads;
+}
+
+/*
+ * Threads that got no slot (sp_missed_add): not sampled, but counted
+ * (sp_g.threads_missed), and their CPU time is known. Each one's CPU clock
+ * is kept here, not in the table that had no room for it: as a thread
+ * exits, the key's destructor reads its clock and takes it off the list;
+ * the clocks of those still running are read when the stats are written
+ * (sp_thread_missed_ns). The list is reserved for every thread the kernel
+ * can run (pid_max is at most 4M) and backed as it grows.
+ */
+#define SP_MISSED_MAX (1u << 22)
+static pthread_mutex_t sp_missed_lock = PTHREAD_MUTEX_INITIALIZER;
+static clockid_t *sp_missed_clk;
+static size_t sp_missed_n;
+static uint64_t sp_missed_exited_ns; /* the CPU time of those that exited */
+static uint64_t sp_missed_last_ns;   /* the last sum, for when the lock is busy */
+static char sp_missed_mark;	     /* their key value, which tells the destructor */
+static _Atomic bool sp_missed_said;
+
+static void sp_missed_add(int err)
+{
+	atomic_fetch_add(&sp_g.threads_missed, 1);
+	if (!atomic_exchange(&sp_missed_said, true)) {
+		char why[160];
+		bool by_maps;
+		uint32_t cap = sp_slot_cap(&by_maps);
+		if (err != -EAGAIN)
+			snprintf(why, sizeof(why), "%s", strerror(-err));
+		else if (by_maps)
+			snprintf(why, sizeof(why),
+				 "%u threads are sampled at most, for the memory mappings they "
+				 "take (vm.max_map_count)",
+				 cap);
+		else
+			snprintf(why, sizeof(why),
+				 "the thread table is full (%u, STACKPROF_MAX_THREADS)", cap);
+		sp_log("thread %d is not sampled: %s; nor is any other thread that finds no room "
+		       "(the profile counts them and their CPU time)",
+		       sp_gettid(), why);
+	}
+	clockid_t clk;
+	if (pthread_getcpuclockid(pthread_self(), &clk) != 0)
+		return;
+	pthread_mutex_lock(&sp_missed_lock);
+	if (!sp_missed_clk) {
+		void *p = mmap(NULL, SP_MISSED_MAX * sizeof(clockid_t), PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		sp_missed_clk = p == MAP_FAILED ? NULL : p;
+	}
+	if (sp_missed_clk && sp_missed_n < SP_MISSED_MAX) {
+		sp_missed_clk[sp_missed_n++] = clk;
+		pthread_setspecific(sp_thread_key, &sp_missed_mark);
+	}
+	pthread_mutex_unlock(&sp_missed_lock);
+}
+
+/* A thread that got no slot exits: its CPU time goes with those that did. */
+static void sp_missed_exit(void)
+{
+	clockid_t clk;
+	if (pthread_getcpuclockid(pthread_self(), &clk) != 0)
+		return;
+	uint64_t ns = sp_thread_cpu_ns();
+	pthread_mutex_lock(&sp_missed_lock);
+	/* a linear search, only on an exit of a thread that got no slot */
+	for (size_t i = sp_missed_n; i-- > 0;) {
+		if (sp_missed_clk[i] == clk) {
+			sp_missed_clk[i] = sp_missed_clk[--sp_missed_n];
+			sp_missed_exited_ns += ns;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&sp_missed_lock);
+}
+
+uint64_t sp_thread_missed_ns(void)
+{
+	/* never wait: the final stats may be written while the thread that
+	 * holds the lock is stopped in a signal handler that ends the process */
+	for (int i = 0; pthread_mutex_trylock(&sp_missed_lock) != 0; i++) {
+		if (i == 1000)
+			return sp_missed_last_ns;
+		sched_yield();
+	}
+	uint64_t sum = sp_missed_exited_ns;
+	for (size_t i = 0; i < sp_missed_n; i++) {
+		struct timespec ts;
+		if (clock_gettime(sp_missed_clk[i], &ts) == 0)
+			sum += (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	}
+	sp_missed_last_ns = sum;
+	pthread_mutex_unlock(&sp_missed_lock);
+	return sum;
+}
+
+void sp_thread_atfork_child(void)
+{
+	/* the child's profile counts its own threads: it has one, the forking
+	 * thread, which takes a slot now */
+	pthread_mutex_init(&sp_missed_lock, NULL);
+	sp_missed_n = 0;
+	sp_missed_exited_ns = 0;
+	sp_missed_last_ns = 0;
+	atomic_store(&sp_g.threads_missed, 0);
+	atomic_store(&sp_g.slot_hint, 0);
+}
+
 static void sp_thread_key_dtor(void *arg)
 {
-	sp_thread_detach();
+	if (arg == &sp_missed_mark)
+		sp_missed_exit();
+	else
+		sp_thread_detach();
 }
 
 unsigned sp_thread_key_id(void)
@@ -37,15 +182,27 @@ unsigned sp_thread_key_id(void)
 
 int sp_thread_init(void)
 {
+	sp_slot_cap_init();
 	sp_real_pthread_create = dlsym(RTLD_NEXT, "pthread_create");
 	if (!sp_real_pthread_create)
 		return -ENOSYS;
 	return -pthread_key_create(&sp_thread_key, sp_thread_key_dtor);
 }
 
+/*
+ * The first free slot from the hint on, then from 0. A claim moves the hint
+ * past its slot and a slot set free moves it back (sp_thread_slot_free), so
+ * a new thread finds its slot at once however many run, where a scan from
+ * 0 read a cache line per live thread. A stale hint costs a longer scan,
+ * never a slot.
+ */
 static struct sp_thread *sp_slot_claim(void)
 {
-	for (uint32_t i = 0; i < SP_MAX_THREADS; i++) {
+	bool by_maps;
+	uint32_t max = sp_slot_cap(&by_maps), hint = atomic_load(&sp_g.slot_hint);
+	uint32_t from = hint < max ? hint : 0;
+	for (uint32_t k = 0; k < max; k++) {
+		uint32_t i = from + k < max ? from + k : from + k - max;
 		int expect = SP_SLOT_FREE;
 		struct sp_thread *t = &sp_g.threads[i];
 		if (atomic_load(&t->state) != SP_SLOT_FREE)
@@ -55,9 +212,53 @@ static struct sp_thread *sp_slot_claim(void)
 		uint32_t n = atomic_load(&sp_g.n_slots);
 		while (n < i + 1 && !atomic_compare_exchange_weak(&sp_g.n_slots, &n, i + 1))
 			;
+		/* unless a slot was set free meanwhile: the hint is its */
+		atomic_compare_exchange_strong(&sp_g.slot_hint, &hint, i + 1);
 		return t;
 	}
 	return NULL;
+}
+
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102 /* Linux 6.13 */
+#endif
+
+/*
+ * A slot's first thread maps what the slot keeps in one mapping: a guard
+ * page, the handler's stack (sigstack.h), the stack scratch (handler.h) and
+ * the ring, which the set-up then takes as kept from a previous owner. The
+ * guard page is a marker in the page table where the kernel has them
+ * (MADV_GUARD_INSTALL), else a page of its own (mprotect). If the mapping
+ * fails, each part is mapped alone, as it was before.
+ */
+static void sp_slot_map(struct sp_thread *t, size_t ring_words)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t stk = SP_STK_WORDS(sp_g.cfg.max_depth) * sizeof(uint64_t);
+	stk = (stk + page - 1) / page * page;
+	size_t len = page + SP_SIGSTACK_SIZE + stk + ring_words * sizeof(uint64_t);
+	uint8_t *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return;
+	if (madvise(p, page, MADV_GUARD_INSTALL) == 0) {
+		atomic_store(&sp_slot_guard_maps, 0);
+	} else if (mprotect(p, page, PROT_NONE) != 0) {
+		munmap(p, len);
+		return;
+	}
+	t->sigstack = p + page;
+	t->stk = (uint64_t *)(p + page + SP_SIGSTACK_SIZE);
+	t->ring.words = (uint64_t *)(p + page + SP_SIGSTACK_SIZE + stk);
+	t->ring.n_words = ring_words;
+}
+
+void sp_thread_slot_free(struct sp_thread *t)
+{
+	uint32_t i = (uint32_t)(t - sp_g.threads);
+	atomic_store(&t->state, SP_SLOT_FREE);
+	uint32_t h = atomic_load(&sp_g.slot_hint);
+	while (h > i && !atomic_compare_exchange_weak(&sp_g.slot_hint, &h, i))
+		;
 }
 
 static void sp_stack_bounds(struct sp_thread *t)
@@ -94,8 +295,12 @@ int sp_thread_attach(const char *py_name)
 	struct sp_thread *t = sp_slot_claim();
 	if (!t) {
 		sp_writer_poke(); /* slots of exited threads wait for it */
+		sp_missed_add(-EAGAIN);
 		return -EAGAIN;
 	}
+	size_t words = (size_t)sp_g.cfg.ring_kb * 1024 / sizeof(uint64_t);
+	if (!t->sigstack && !t->stk && !t->ring.words)
+		sp_slot_map(t, words);
 	struct sp_ring ring = t->ring; /* kept from a previous owner, if any */
 	uint64_t *check = t->check_pcs;
 	uint64_t *stk = t->stk;
@@ -123,7 +328,6 @@ int sp_thread_attach(const char *py_name)
 
 	t->tid = sp_gettid();
 	int err = 0;
-	size_t words = (size_t)sp_g.cfg.ring_kb * 1024 / sizeof(uint64_t);
 	if (ring.words && ring.n_words == words) {
 		t->ring.words = ring.words;
 		t->ring.n_words = words;
@@ -133,7 +337,8 @@ int sp_thread_attach(const char *py_name)
 			sp_ring_release(&ring);
 		err = sp_ring_init(&t->ring, words);
 		if (err) {
-			atomic_store(&t->state, SP_SLOT_FREE);
+			sp_thread_slot_free(t);
+			sp_missed_add(err);
 			return err;
 		}
 	}
@@ -240,8 +445,12 @@ SP_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void
 	if (!atomic_load(&sp_g.enabled) || atomic_load(&sp_g.stopping))
 		return sp_real_pthread_create(thread, attr, fn, arg);
 	struct sp_start *s = malloc(sizeof(*s));
-	if (!s)
-		return sp_real_pthread_create(thread, attr, fn, arg);
+	if (!s) {
+		int rc = sp_real_pthread_create(thread, attr, fn, arg);
+		if (!rc)
+			atomic_fetch_add(&sp_g.threads_missed, 1); /* its CPU time is not known */
+		return rc;
+	}
 	s->fn = fn;
 	s->arg = arg;
 	if (!sp_python_thread_name(s->py_name, sizeof(s->py_name)))

@@ -46,10 +46,25 @@ uint64_t sp_own_cpu_since(uint64_t c0, uint64_t h0);
  * which drains the ring and frees the slot. */
 void sp_thread_detach(void);
 
+/* Sets a drained slot free for the next thread (the writer's last act on it). */
+struct sp_thread;
+void sp_thread_slot_free(struct sp_thread *t);
+
+/*
+ * The CPU time of the threads that got no slot (sp_g.threads_missed
+ * counts them): of those that exited, and of those running now, read from
+ * their clocks. Never waits: if another thread holds the list, the last
+ * sum. For the stats the writer writes.
+ */
+uint64_t sp_thread_missed_ns(void);
+
+/* In a fork child: the list of threads without a slot, the count and the
+ * slot hint start again (the child's only thread takes a slot). */
+void sp_thread_atfork_child(void);
+
 /* Empties t's table of the stacks it sent whole (handler.h), so that its
  * next samples send them whole again: a slot's new thread starts with an
  * empty one (a fork child's writer never saw the parent's stacks). */
-struct sp_thread;
 void sp_thread_forget_stacks(struct sp_thread *t);
 
 /*

@@ -30,6 +30,7 @@
 #include <sys/resource.h>
 #include <linux/futex.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -82,7 +83,7 @@ struct sp_wstate {
 	uint64_t *arena;
 	size_t arena_len, arena_cap;
 	uint32_t next_stack;
-	struct sp_last last[SP_MAX_THREADS];
+	struct sp_last *last; /* by slot, like name_tid to name_signals (sp_wslots_map) */
 	/* the slot being drained: its samples, for one SAMPLES record */
 	struct sp_prof_sample batch[SP_BATCH];
 	size_t n_batch;
@@ -94,11 +95,13 @@ struct sp_wstate {
 	size_t mod_next;  /* where the next module of a walk is likely in mods */
 	uint64_t py_gen;  /* the Python status last recorded */
 	/* thread names emitted, by slot */
-	pid_t name_tid[SP_MAX_THREADS];
-	char name[SP_MAX_THREADS][64];
+	pid_t *name_tid;
+	char (*name)[64];
 	/* when each slot's comm was last read, and its signals then */
-	uint64_t name_read_ns[SP_MAX_THREADS];
-	uint64_t name_signals[SP_MAX_THREADS];
+	uint64_t *name_read_ns;
+	uint64_t *name_signals;
+	void *wslots; /* the one mapping that holds these arrays */
+	size_t wslots_len;
 	/* ranges emitted */
 	uint32_t ranges_emitted;
 	/* JIT map read offset */
@@ -125,7 +128,33 @@ struct sp_wstate {
 
 static struct sp_wstate *sp_ws;
 
+/*
+ * What the writer keeps per thread slot, for every slot the table may
+ * have: reserved, not committed, like the table (sampler.h), so that it
+ * costs memory for the slots threads used only. 100 bytes a slot.
+ */
+static int sp_wslots_map(struct sp_wstate *s)
+{
+	size_t n = sp_g.cfg.max_threads;
+	size_t len = n * (sizeof(*s->last) + sizeof(*s->name_tid) + sizeof(*s->name) +
+			  sizeof(*s->name_read_ns) + sizeof(*s->name_signals));
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	s->wslots = p;
+	s->wslots_len = len;
+	/* the 8-byte fields first: each array stays aligned */
+	s->name_read_ns = p;
+	s->name_signals = s->name_read_ns + n;
+	s->last = (struct sp_last *)(s->name_signals + n);
+	s->name = (char(*)[64])(s->last + n);
+	s->name_tid = (pid_t *)(s->name + n);
+	return 0;
+}
+
 static void sp_manifest_error(int err, const char *path);
+static void sp_wstate_release(struct sp_wstate *s, bool free_self);
 
 static bool sp_stacks_grow(struct sp_wstate *s)
 {
@@ -563,7 +592,7 @@ static void sp_drain_all(struct sp_wstate *s, enum sp_names names)
 			sp_thread_name(s, i, t, t->name_at_exit);
 			sp_add_counters(&s->retired, t);
 			sp_sigstack_reset(t); /* the slot's next thread is measured afresh */
-			atomic_store(&t->state, SP_SLOT_FREE);
+			sp_thread_slot_free(t);
 		}
 	}
 }
@@ -599,6 +628,9 @@ static void sp_write_stats(struct sp_wstate *s, uint32_t flags)
 	else
 		st.writer_ns += sp_thread_cpu_ns(); /* the writer thread's, so far */
 	st.setup_ns = atomic_load(&sp_g.setup_ns);
+	st.threads_missed = atomic_load(&sp_g.threads_missed);
+	if (st.threads_missed)
+		st.missed_ns = sp_thread_missed_ns();
 	sp_prof_writer_stats(s->w, &st);
 }
 
@@ -1034,6 +1066,10 @@ int sp_writer_start(void)
 	struct sp_wstate *s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	if (sp_wslots_map(s) < 0) {
+		free(s);
+		return -ENOMEM;
+	}
 	sp_manifest_open();
 	int fd = sp_open_output(&s->out, sp_g.path, sizeof(sp_g.path));
 	if (fd < 0) {
@@ -1054,7 +1090,7 @@ int sp_writer_start(void)
 			sp_log("cannot create the profile %s: %s; not profiling", sp_g.path,
 			       strerror(e));
 		sp_manifest_error(e, sp_g.path);
-		free(s);
+		sp_wstate_release(s, true);
 		return -e;
 	}
 	struct stat st;
@@ -1070,7 +1106,7 @@ int sp_writer_start(void)
 	s->w = sp_prof_writer_new_sink(sp_out_sink, s);
 	if (!s->w) {
 		sp_fd_close(&s->out);
-		free(s);
+		sp_wstate_release(s, true);
 		return -ENOMEM;
 	}
 	snprintf(s->jit_path, sizeof(s->jit_path), "/tmp/perf-%d.map", (int)sp_g.pid);
@@ -1107,7 +1143,7 @@ int sp_writer_start(void)
 		sp_prof_writer_close(s->w);
 		sp_fd_close(&s->out);
 		sp_ws = NULL;
-		free(s);
+		sp_wstate_release(s, true);
 		return -rc;
 	}
 	sp_g.writer_running = true;
@@ -1172,6 +1208,9 @@ static void sp_wstate_release(struct sp_wstate *s, bool free_self)
 	s->mods = NULL;
 	s->n_mods = 0;
 	sp_buf_release(&s->pending);
+	if (s->wslots)
+		munmap(s->wslots, s->wslots_len);
+	s->wslots = NULL;
 	if (free_self)
 		free(s);
 }

@@ -148,6 +148,15 @@ static void sp_info_print(FILE *f, const char *path, const struct sp_profile *p,
 			"eintr:       %llu system calls of the program returned EINTR: a sample's "
 			"signal came while they waited\n",
 			(unsigned long long)st->syscalls_cut);
+	if (st->threads_missed) {
+		char missed[32];
+		sp_textfmt_time(missed, sizeof(missed), st->missed_ns);
+		fprintf(f,
+			"missed:      %llu threads not sampled (no slot for them: "
+			"STACKPROF_MAX_THREADS, vm.max_map_count or memory), %s of CPU not in the "
+			"samples\n",
+			(unsigned long long)st->threads_missed, missed);
+	}
 	uint64_t frames = st->unwind_fast + st->unwind_slow;
 	if (frames)
 		fprintf(f,

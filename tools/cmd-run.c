@@ -149,6 +149,8 @@ static const struct sp_cli_cmd sp_run_cmd = {
 	    "  STACKPROF_MAX_DEPTH   frames kept per stack, 8-4096 (default 512)\n"
 	    "  STACKPROF_RING_KB     per-thread sample buffer, 64-65536 KiB (default 1024)\n"
 	    "  STACKPROF_FLUSH_MS    flush interval, 10-60000 ms (default 200)\n"
+	    "  STACKPROF_MAX_THREADS threads sampled at once, 1-65536 (default 65536);\n"
+	    "                        others are counted, with their CPU time\n"
 	    "  STACKPROF_SCHEDULE    wait,warmup,active[,repeat] steps (torch.profiler.schedule)\n"
 	    "  STACKPROF_START       0: start paused until stackprof_start()\n"
 	    "  STACKPROF_OVERWRITE   1: replace an existing STACKPROF_OUT file\n"
@@ -858,7 +860,7 @@ static void sp_run_inspect(struct sp_run *r, size_t k)
 		r->cuts[k] = p && p->has_stats ? p->stats.syscalls_cut : 0;
 		r->bare[k] = p && p->status == SP_READ_OK && !n && p->has_stats &&
 			     !p->stats.drops && !p->stats.skipped && !p->stats.throttled &&
-			     !p->stats.aside && !p->stats.syscalls_cut;
+			     !p->stats.aside && !p->stats.syscalls_cut && !p->stats.threads_missed;
 	}
 	if (!p)
 		return;

@@ -135,6 +135,18 @@ void sp_summary_print_counts(FILE *f, const struct sp_profile *p, const struct s
 			"not retry them sees a difference (docs/SAMPLER.md, \"Waits cut short\")\n",
 			prefix, (unsigned long long)st->syscalls_cut,
 			st->timer ? st->timer : p->header.timer);
+	if (st->threads_missed) {
+		char missed[32];
+		sp_textfmt_time(missed, sizeof(missed), st->missed_ns);
+		fprintf(f,
+			"%swarning: %llu thread%s not sampled, with %s of CPU that the profile "
+			"leaves out: stackprof had no slot for them. It samples up to "
+			"STACKPROF_MAX_THREADS threads at once (65536 by default), and only as "
+			"many as a quarter of the kernel's vm.max_map_count has room for: raise "
+			"the one the program hit (docs/SAMPLER.md, \"Many threads\")\n",
+			prefix, (unsigned long long)st->threads_missed,
+			st->threads_missed == 1 ? " was" : "s were", missed);
+	}
 	/* the names `stackprof info` uses, each counted apart */
 	fprintf(f,
 		"%sdrops %llu, unwind errors %llu (%.1f%%), truncated %llu, skipped %llu, "

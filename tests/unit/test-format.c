@@ -101,6 +101,8 @@ static void make_profile(const char *path)
 	CHECK(sp_prof_writer_mark(w, &mk) == 0);
 	st.samples = 5;
 	st.flags = SP_STATS_FINAL;
+	st.threads_missed = 2; /* the last fields, read back */
+	st.missed_ns = 123456789;
 	CHECK(sp_prof_writer_stats(w, &st) == 0);
 	CHECK(sp_prof_writer_close(w) == 0);
 	close(fd);
@@ -461,6 +463,7 @@ int main(void)
 		CHECK(p->samples[3].tid == 42 && p->samples[3].time_ns == 5000);
 		CHECK(p->stacks[0].flags == SP_STACK_TRUNCATED);
 		CHECK(p->has_stats && p->stats.samples == 5 && p->stats.flags == SP_STATS_FINAL);
+		CHECK(p->stats.threads_missed == 2 && p->stats.missed_ns == 123456789);
 		CHECK(!strcmp(p->ranges[0].name, "LINEAR PASS") && !p->ranges[0].cls);
 		/* a module range's class comes back apart from its name */
 		CHECK(!strcmp(p->ranges[1].name, "conv1") && p->ranges[1].cls &&
