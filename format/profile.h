@@ -105,6 +105,9 @@ static inline uint32_t sp_pyframe_instr(uint64_t w)
 #define SP_STATS_FINAL	0x1u /* written by a clean shutdown */
 #define SP_STATS_EXEC	0x2u /* written just before exec() */
 #define SP_STATS_SIGNAL 0x4u /* with FINAL: the process then ended itself by a signal */
+/* with SIGNAL: the signal came from outside (another process, a terminal) at
+ * its default action; the library took it, finished, then let it end the process */
+#define SP_STATS_SIGNAL_OUTSIDE 0x8u
 
 struct sp_prof_header {
 	uint32_t version;

@@ -65,10 +65,11 @@ static void sp_info_print(FILE *f, const char *path, const struct sp_profile *p,
 		p->status == SP_READ_OK ? "" : ": ", p->error);
 	char sig[32];
 	if (sp_summary_end_signal(p, sig, sizeof(sig)))
-		fprintf(f,
-			"ended:       by %s, sent by the program to itself after it finished "
-			"the profile\n",
-			sig);
+		fprintf(f, "ended:       by %s, %s\n", sig,
+			(p->stats.flags & SP_STATS_SIGNAL_OUTSIDE)
+			    ? "sent from outside at its default action: stackprof finished the "
+			      "profile, then let it end the process"
+			    : "sent by the program to itself after it finished the profile");
 	fprintf(f, "command:     %s\n", h->cmdline);
 	fprintf(f, "executable:  %s\n", h->exe);
 	fprintf(f, "pid:         %d (parent %d) on %s\n", h->pid, h->ppid, h->hostname);

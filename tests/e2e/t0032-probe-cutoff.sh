@@ -1,18 +1,23 @@
 #!/bin/bash
-# Profiles that end at their last flush (issue 30 point 14, issue 31 point 3):
-# processes that die without any exit path a preloaded library can see.
-# - a Python Pool with the spawn and the forkserver start methods, whose
-#   workers burn CPU until pool.terminate() SIGTERMs them (what `with Pool()`
-#   does), on Debian's python3 and one pyenv version;
-# - a C program killed by `kill -TERM` from outside, mid-work;
-# - a C program that ends with a raw exit_group system call (as Go programs
-#   with cgo do): no destructor, no _exit.
-# Each runs as alone (output, files, exit status: 143 for SIGTERM). Its
-# profile holds everything up to its last flush, and every reading command
-# (collapse, top, info) reads it with exit 0, samples of the work, and ONE
-# short note on stderr saying the last moments are missing; info's status
-# says "cut off at its last flush". A damaged profile still exits 1
-# (export/errors, unit/format).
+# Processes that end without running any exit path (issue 30 point 14, issue
+# 31 point 3), each run alone and under stackprof: same output, same exit
+# status as the shell sees it.
+# - SIGTERM from outside at its default action (a C program `kill -TERM`ed
+#   mid-work; a Python Pool with the spawn and the forkserver start methods,
+#   whose workers burn CPU until pool.terminate() SIGTERMs them, on Debian's
+#   python3 and one pyenv version): stackprof takes the signal, finishes the
+#   profile and lets the signal end the process: status 143 as alone, the
+#   profile complete, "ended: by SIGTERM, sent from outside".
+# - What stays the program's: it sees SIG_DFL (sigaction, and signal()'s
+#   answer) and its own handler runs once set; a SIGTERM blocked and taken
+#   with sigwait(); one ignored before it started (trap '' TERM) still does
+#   nothing.
+# - A raw exit_group system call (as Go programs with cgo end): nothing can
+#   finish in-process, so the profile ends at its last flush, and every
+#   reading command (collapse, top, info) reads it with exit 0, the samples,
+#   and ONE short note on stderr that the last moments are missing; info's
+#   status says "cut off at its last flush". A damaged profile still exits 1
+#   (export/errors, unit/format).
 . "$(dirname "$0")/lib.sh"
 PC=$BIN/probe_cutoff
 POOL=$SP_SOURCE_DIR/workloads/python/probe_pool.py
@@ -59,29 +64,72 @@ cut_readable() {
 	check "$tag: collapse has the work of $fn (>= 100 ms)" [ "$n" -ge 100000 ]
 }
 
-# --- a C program killed by SIGTERM from outside, mid-work
-# term_run TAG [stackprof run ...]: starts the program, SIGTERMs it (not
-# run) once it has burned 0.3 s; prints the status the shell saw
+# complete_read TAG PROFILE FUNCTION: PROFILE is complete, reads with exit 0
+# and nothing said of a cut; FUNCTION has samples
+complete_read() {
+	local tag=$1 prof=$2 fn=$3 cmd rc f n
+	f=${tag//[^A-Za-z0-9.-]/_}
+	for cmd in collapse info; do
+		"$SP" $cmd "$prof" >"$f.$cmd" 2>"$f.$cmd.err"
+		rc=$?
+		check "$tag: $cmd reads it, exit 0, no note of a cut" \
+			bash -c "[ $rc -eq 0 ] && ! grep -qiE 'last flush|truncated|partial' '$f.$cmd.err'"
+	done
+	check "$tag: info: status: complete" grep -qE '^status: *complete$' "$f.info"
+	n=$(awk -v fn="$fn" '$0 ~ ("(^|;)" fn "_\\(") { s += $NF } END { print s + 0 }' "$f.collapse")
+	say "$tag: $n us of $fn in collapse"
+	check "$tag: collapse has the work of $fn (>= 100 ms)" [ "$n" -ge 100000 ]
+}
+
+# --- C programs sent SIGTERM from outside, mid-work
+# term_run TAG CMD...: runs CMD, which writes its pid to the file named
+# last in CMD once at work, and SIGTERMs that pid (not run) 0.3 s later;
+# prints the status the shell saw
 term_run() {
-	local tag=$1 pid p st
+	local tag=$1 ready=${!#} pid p st
 	shift
-	rm -f "$tag.ready"
-	"$@" "$PC" term 20 "$tag.ready" >"$tag.out" 2>"$tag.out.err" &
+	rm -f "$ready"
+	"$@" >"$tag.out" 2>"$tag.out.err" &
 	p=$!
-	for _ in $(seq 600); do [ -s "$tag.ready" ] && break; sleep 0.05; done
-	pid=$(cat "$tag.ready" 2>/dev/null)
+	for _ in $(seq 600); do [ -s "$ready" ] && break; sleep 0.05; done
+	pid=$(cat "$ready" 2>/dev/null)
 	[ -n "$pid" ] && sleep 0.3 && kill -TERM "$pid"
 	wait $p
 	st=$?
 	echo $st
 }
-st_alone=$(term_run term-alone timeout 60)
-st_prof=$(term_run term timeout 60 "$SP" run --no-summary -o term.prof --)
-say "SIGTERM from outside: status $st_alone alone, $st_prof profiled"
-check "SIGTERM from outside: 143 alone" [ "$st_alone" = 143 ]
-check "SIGTERM from outside: the same status profiled" [ "$st_alone" = "$st_prof" ]
-check "SIGTERM from outside: the same output" cmp -s term-alone.out term.out
-cut_readable "SIGTERM" term.prof spin
+# term_case TAG WANT PREFIX... -- ARGS...: PREFIX CMD ARGS TAG.ready alone and
+# under stackprof run (-o TAG.prof): the status the shell sees is WANT in both, and the output the same
+term_case() {
+	local tag=$1 want=$2 pre=() a b
+	shift 2
+	while [ "$1" != -- ]; do pre+=("$1"); shift; done
+	shift
+	a=$(term_run "$tag-alone" timeout 60 "${pre[@]}" "$PC" "$@" "$tag-alone.ready")
+	b=$(term_run "$tag" timeout 60 "${pre[@]}" "$SP" run --no-summary -o "$tag.prof" -- \
+		"$PC" "$@" "$tag.ready")
+	say "$tag: status $a alone, $b profiled; output: $(tr '\n' '|' <"$tag.out")"
+	[ "$a" = "$want" ] && [ "$b" = "$want" ]
+	check "$tag: status $want alone and profiled" [ $? -eq 0 ]
+	check "$tag: the same output" cmp -s "$tag-alone.out" "$tag.out"
+}
+# at the default action: stackprof finishes the profile, then the process dies of SIGTERM
+term_case term 143 -- term 20
+complete_read "SIGTERM" term.prof spin
+check "SIGTERM: info says it came from outside and ended the process" \
+	grep -q '^ended: *by SIGTERM, sent from outside at its default action' SIGTERM.info
+# the program's own handler, set with signal(): it saw SIG_DFL, and its handler runs
+term_case ownterm 5 -- ownterm 20
+check "ownterm: sigaction and signal() answered SIG_DFL; its own handler ran" \
+	bash -c "grep -qx 'SIGTERM at start: SIG_DFL' ownterm.out && grep -qx 'signal() answered SIG_DFL' ownterm.out && grep -qx 'handled 15' ownterm.out"
+complete_read "ownterm" ownterm.prof spin
+# blocked and taken with sigwait
+term_case sigwait 0 -- sigwait
+check "sigwait: got it" grep -qx 'sigwait got 15' sigwait.out
+# ignored before the program started (nohup, trap ''): untouched, it runs on
+term_case ignored 3 bash -c 'trap "" TERM; exec "$@"' _ -- term 1
+check "ignored: SIGTERM did nothing" grep -qx 'no SIGTERM came' ignored.out
+complete_read "ignored" ignored.prof spin
 
 # --- a raw exit_group
 same_as_alone exitgroup "$PC" exitgroup 0.5 4
@@ -119,7 +167,9 @@ for py in "${pys[@]}"; do
 			check "$t: worker $pid wrote a profile" [ -n "$prof" ]
 			[ -n "$prof" ] || continue
 			n=$((n + 1))
-			cut_readable "$t: worker $pid" "$prof" burn
+			complete_read "$t: worker $pid" "$prof" burn
+			check "$t: worker $pid: ended by SIGTERM from outside" \
+				grep -q '^ended: *by SIGTERM, sent from outside' "${t//[^A-Za-z0-9.-]/_}__worker_$pid.info"
 		done
 		check "$t: two workers" [ "$n" -eq 2 ]
 	done

@@ -7,6 +7,16 @@
  *                                    comes from outside (at most SECONDS);
  *                                    writes its pid to FILE once it has
  *                                    burned 0.3 s, for the sender
+ *   probe_cutoff ownterm SECONDS FILE
+ *                                    prints the SIGTERM action it finds
+ *                                    (sigaction) and sets a handler of its
+ *                                    own (signal(), whose answer it prints
+ *                                    too), then as term; its handler makes
+ *                                    spin() return: prints "handled 15",
+ *                                    exits 5
+ *   probe_cutoff sigwait FILE        blocks SIGTERM, writes its pid to FILE,
+ *                                    takes the signal with sigwait(), prints
+ *                                    "sigwait got 15", exits 0
  *   probe_cutoff exitgroup SECONDS STATUS
  *                                    burns SECONDS of CPU in spin(), prints
  *                                    a line, then ends with a raw
@@ -17,6 +27,7 @@
  * spin() is noinline so that the profile shows it by name.
  */
 #define _GNU_SOURCE
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +43,25 @@ static double cpu_now(void)
 }
 
 static volatile unsigned long sink;
+static volatile sig_atomic_t handled;
+
+static void on_term(int sig)
+{
+	handled = sig;
+}
+
+static void write_pid(const char *path)
+{
+	/* written whole, then renamed: the reader never sees half */
+	char tmp[4096];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	FILE *f = fopen(tmp, "w");
+	if (f) {
+		fprintf(f, "%d\n", (int)getpid());
+		if (fclose(f) == 0)
+			rename(tmp, path);
+	}
+}
 
 __attribute__((noinline)) void spin(double seconds, const char *ready)
 {
@@ -44,18 +74,10 @@ __attribute__((noinline)) void spin(double seconds, const char *ready)
 		sink = x;
 		double used = cpu_now() - t0;
 		if (!told && used >= 0.3) {
-			/* written whole, then renamed: the reader never sees half */
-			char tmp[4096];
-			snprintf(tmp, sizeof(tmp), "%s.tmp", ready);
-			FILE *f = fopen(tmp, "w");
-			if (f) {
-				fprintf(f, "%d\n", (int)getpid());
-				if (fclose(f) == 0)
-					rename(tmp, ready);
-			}
+			write_pid(ready);
 			told = 1;
 		}
-		if (used >= seconds)
+		if (used >= seconds || handled)
 			return;
 	}
 }
@@ -67,6 +89,31 @@ int main(int argc, char **argv)
 		printf("no SIGTERM came\n");
 		return 3;
 	}
+	if (argc == 4 && !strcmp(argv[1], "ownterm")) {
+		struct sigaction sa;
+		sigaction(SIGTERM, NULL, &sa);
+		printf("SIGTERM at start: %s\n", sa.sa_handler == SIG_DFL   ? "SIG_DFL"
+						 : sa.sa_handler == SIG_IGN ? "SIG_IGN"
+									    : "a handler");
+		void (*prev)(int) = signal(SIGTERM, on_term);
+		printf("signal() answered %s\n", prev == SIG_DFL ? "SIG_DFL" : "something else");
+		fflush(stdout);
+		spin(atof(argv[2]), argv[3]);
+		printf("handled %d\n", (int)handled);
+		return handled ? 5 : 3;
+	}
+	if (argc == 3 && !strcmp(argv[1], "sigwait")) {
+		sigset_t set;
+		sigemptyset(&set);
+		sigaddset(&set, SIGTERM);
+		sigprocmask(SIG_BLOCK, &set, NULL);
+		spin(0.1, NULL);
+		write_pid(argv[2]);
+		int sig = 0;
+		sigwait(&set, &sig);
+		printf("sigwait got %d\n", sig);
+		return 0;
+	}
 	if (argc == 4 && !strcmp(argv[1], "exitgroup")) {
 		spin(atof(argv[2]), NULL);
 		printf("spun %s s\n", argv[2]);
@@ -74,6 +121,7 @@ int main(int argc, char **argv)
 		syscall(SYS_exit_group, atoi(argv[3]));
 		return 99; /* not reached */
 	}
-	fprintf(stderr, "usage: probe_cutoff term SECONDS FILE | exitgroup SECONDS STATUS\n");
+	fprintf(stderr, "usage: probe_cutoff term|ownterm SECONDS FILE | sigwait FILE | exitgroup "
+			"SECONDS STATUS\n");
 	return 2;
 }
