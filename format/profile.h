@@ -330,6 +330,11 @@ uint64_t sp_prof_writer_records(const struct sp_prof_writer *w);
 /* Flushes, ends the zlib stream and frees w (NULL is fine). 0 or -errno. */
 int sp_prof_writer_close(struct sp_prof_writer *w);
 
+/* Flushes and ends the zlib stream, but frees nothing: for a process about
+ * to die, where free() could wait on an allocator lock that the interrupted
+ * thread holds. Every later call fails. 0 or -errno. */
+int sp_prof_writer_end(struct sp_prof_writer *w);
+
 /* Frees w without writing anything more (after fork in the child). */
 void sp_prof_writer_abandon(struct sp_prof_writer *w);
 

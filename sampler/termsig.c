@@ -44,11 +44,14 @@ static bool sp_term_is_ours(const struct sigaction *sa)
 	return sa->sa_handler == sp_term_handler;
 }
 
-/* Whether this process may take a signal now: set up, not ending, and not
- * a vfork child (its parent's memory). */
+/* Whether this process may take a signal now: set up, not ending, not a
+ * vfork child (its parent's memory), and not a pid namespace's init (a
+ * container's first process), which the kernel keeps alive through these
+ * signals at their default action: ours would only end its profile. */
 static bool sp_term_may_take(void)
 {
-	return atomic_load(&sp_g.enabled) && !atomic_load(&sp_g.stopping) && getpid() == sp_g.pid;
+	return atomic_load(&sp_g.enabled) && !atomic_load(&sp_g.stopping) && getpid() == sp_g.pid &&
+	       getpid() != 1;
 }
 
 static int sp_term_take(int sig)
@@ -67,7 +70,7 @@ static int sp_term_take(int sig)
 void sp_term_install(void)
 {
 	sp_term_real = SP_REAL(sigaction);
-	for (size_t i = 0; i < SP_N_TERM; i++) {
+	for (size_t i = 0; i < SP_N_TERM && sp_term_may_take(); i++) {
 		struct sigaction cur;
 		if (sp_term_real(sp_term_sigs[i], NULL, &cur) == 0 && cur.sa_handler == SIG_DFL) {
 			sp_term_view[i] = cur;

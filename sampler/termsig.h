@@ -15,7 +15,8 @@
  * own from then on (SIG_DFL again gives it back to stackprof); an action
  * it finds at start other than SIG_DFL (SIG_IGN from nohup, a handler) is
  * never touched. exec resets a handler to SIG_DFL, so the new image gets
- * the default action as alone.
+ * the default action as alone. Not in a pid namespace's init, which these
+ * signals don't end at their default action.
  */
 #ifndef SP_SAMPLER_TERMSIG_H
 #define SP_SAMPLER_TERMSIG_H

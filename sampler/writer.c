@@ -822,7 +822,8 @@ static void sp_flush(struct sp_wstate *s, uint32_t flags, bool may_skip)
 /*
  * The end of the profile for a signal that ends the process, on the writer
  * thread itself (sp_writer_stop would join it): the last drain, the final
- * stats and the stream's end, then nothing more is written. The process
+ * stats and the stream's end, then nothing more is written. Called with
+ * sp_g.lock held. The process
  * dies as soon as the waiting handler sees sp_end_done; should it live on
  * (its handler for the signal set meanwhile), every writer call finds the
  * writer stopped, and the exit path finishes nothing twice.
@@ -833,9 +834,10 @@ static void sp_writer_end_here(struct sp_wstate *s, int sig)
 	s->end_signal = sig;
 	s->end_outside = true;
 	sp_flush(s, SP_STATS_FINAL, false);
-	sp_writer_failed(s, sp_prof_writer_close(s->w));
-	s->w = NULL;
-	sp_fd_close(&s->out);
+	/* nothing freed or closed: free() could wait on the allocator lock of
+	 * the thread the signal interrupted, and fds.c's section on that
+	 * thread's close(); the kernel closes the file as the process dies */
+	sp_writer_failed(s, sp_prof_writer_end(s->w));
 	s->stop = true;
 	sp_ws = NULL;
 	atomic_store(&sp_g.stopping, true);
