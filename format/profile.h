@@ -105,6 +105,9 @@ static inline uint32_t sp_pyframe_instr(uint64_t w)
 #define SP_STATS_FINAL	0x1u /* written by a clean shutdown */
 #define SP_STATS_EXEC	0x2u /* written just before exec() */
 #define SP_STATS_SIGNAL 0x4u /* with FINAL: the process then ended itself by a signal */
+/* with SIGNAL: the signal came from outside (another process, a terminal) at
+ * its default action; the library took it, finished, then let it end the process */
+#define SP_STATS_SIGNAL_OUTSIDE 0x8u
 
 struct sp_prof_header {
 	uint32_t version;
@@ -334,6 +337,11 @@ uint64_t sp_prof_writer_records(const struct sp_prof_writer *w);
 
 /* Flushes, ends the zlib stream and frees w (NULL is fine). 0 or -errno. */
 int sp_prof_writer_close(struct sp_prof_writer *w);
+
+/* Flushes and ends the zlib stream, but frees nothing: for a process about
+ * to die, where free() could wait on an allocator lock that the interrupted
+ * thread holds. Every later call fails. 0 or -errno. */
+int sp_prof_writer_end(struct sp_prof_writer *w);
 
 /* Frees w without writing anything more (after fork in the child). */
 void sp_prof_writer_abandon(struct sp_prof_writer *w);

@@ -807,36 +807,46 @@ enum sp_cut_at {
 	SP_CUT_MID_RECORD,   /* inside a record */
 	SP_CUT_MID_FLUSH,    /* between the records of a flush that never ended */
 	SP_CUT_AFTER_FLUSH,  /* right at the end of a flush */
-	SP_CUT_BEFORE_FIRST, /* before any record */
+	SP_CUT_BEFORE_FIRST, /* before the first flush ended */
 };
 
 /*
- * Says why such a profile stops short: where the file ends, how much was
- * read before that (after the rollback, so the counts are final) and what
- * usually leaves a file so, without claiming to know which it was.
+ * Says where such a profile stops short and how much was read before that
+ * (after the rollback, so the counts are final). Everything up to the last
+ * flush was checked (checkpoint CRCs, and every flush ended on a
+ * checkpoint): the file is whole up to there, then ends. Why is the
+ * caller's to say.
  */
 static void sp_set_truncated(struct sp_profile *p, enum sp_cut_at at, uint64_t size, bool header)
 {
-	static const char *const where[][2] = {
-	    [SP_CUT_MID_RECORD] = {"mid-record at byte", ""},
-	    [SP_CUT_MID_FLUSH] = {"at byte", ", in the middle of a flush"},
-	    [SP_CUT_AFTER_FLUSH] = {"at byte",
-				    ", right after a flush but before the profile's end"},
-	    [SP_CUT_BEFORE_FIRST] = {"at byte", ", before its first complete record"},
+	static const char *const where[] = {
+	    [SP_CUT_MID_RECORD] = ", in a record after its last flush",
+	    [SP_CUT_MID_FLUSH] = ", in the middle of a flush",
+	    [SP_CUT_AFTER_FLUSH] = ", right after a flush",
+	    [SP_CUT_BEFORE_FIRST] = ", before its first flush",
 	};
 	char got[96];
 	if (!header)
 		snprintf(got, sizeof(got), "nothing could be read: its header is not complete");
-	else if (!p->n_samples)
-		snprintf(got, sizeof(got), "its header was read, but no samples");
 	else
-		snprintf(got, sizeof(got), "%zu sample%s read, up to its last complete flush",
-			 p->n_samples, p->n_samples == 1 ? " was" : "s were");
-	sp_set_error(p, SP_READ_TRUNCATED,
-		     "the file ends %s %llu%s (likely the program was killed or crashed "
-		     "before it finished the profile, or the file was cut or copied while "
-		     "being written); %s",
-		     where[at][0], (unsigned long long)size, where[at][1], got);
+		snprintf(got, sizeof(got), "%zu sample%s read, up to its last flush", p->n_samples,
+			 p->n_samples == 1 ? "" : "s");
+	sp_set_error(p, SP_READ_TRUNCATED, "the file ends at byte %llu%s; %s",
+		     (unsigned long long)size, where[at], got);
+}
+
+/*
+ * Whether inflate() just stopped (Z_BLOCK) at the end of a sync flush's
+ * marker: an empty stored block, which made no output since the last block
+ * boundary (out_at_boundary), ends on a byte, and is the bytes 00 00 ff ff.
+ * The writer makes one only right after a checkpoint (sp_prof_writer_flush):
+ * records still open there mean the file is damaged, not cut off.
+ */
+static bool sp_at_sync_marker(const z_stream *z, const uint8_t *in, uLong out_at_boundary)
+{
+	static const uint8_t marker[4] = {0x00, 0x00, 0xff, 0xff};
+	return (z->data_type & 0x80) && !(z->data_type & 0x07) && z->total_out == out_at_boundary &&
+	       z->next_in - in >= 4 && !memcmp(z->next_in - 4, marker, 4);
 }
 
 struct sp_profile *sp_profile_read(const char *path, char *err, size_t errlen)
@@ -888,7 +898,8 @@ struct sp_profile *sp_profile_read(const char *path, char *err, size_t errlen)
 	z.avail_in = (uInt)(flen - SP_PROFILE_MAGIC_LEN);
 
 	bool ended = false;
-	int last_type = 0; /* z.data_type after the last inflate() that made progress */
+	int last_type = 0;	   /* z.data_type after the last inflate() that made progress */
+	uLong out_at_boundary = 0; /* z.total_out at the last block boundary */
 	for (;;) {
 		if (!sp_grow((void **)&pend, &pcap, plen + 65536, 1)) {
 			sp_set_error(p, SP_READ_CORRUPT, "out of memory");
@@ -896,7 +907,8 @@ struct sp_profile *sp_profile_read(const char *path, char *err, size_t errlen)
 		}
 		z.next_out = pend + plen;
 		z.avail_out = (uInt)(pcap - plen);
-		int rc = inflate(&z, Z_SYNC_FLUSH);
+		/* stops at every block's end, so that each flush's end is seen */
+		int rc = inflate(&z, Z_BLOCK);
 		if (rc != Z_BUF_ERROR)
 			last_type = z.data_type; /* a call without progress resets it */
 		plen = pcap - z.avail_out;
@@ -912,6 +924,18 @@ struct sp_profile *sp_profile_read(const char *path, char *err, size_t errlen)
 			break;
 		memmove(pend, pend + used, plen - (size_t)used);
 		plen -= (size_t)used;
+		if (rc != Z_BUF_ERROR &&
+		    sp_at_sync_marker(&z, file + SP_PROFILE_MAGIC_LEN, out_at_boundary) &&
+		    (plen || r.n_records)) {
+			/* a length that ran past its checkpoint, or a lost one */
+			sp_set_error(
+			    p, SP_READ_CORRUPT,
+			    "the flush that ends at byte %llu does not end on a checkpoint",
+			    (unsigned long long)(z.total_in + SP_PROFILE_MAGIC_LEN));
+			break;
+		}
+		if (rc != Z_BUF_ERROR && (z.data_type & 0x80))
+			out_at_boundary = z.total_out;
 		if (rc == Z_STREAM_END) {
 			ended = true;
 			break;
@@ -939,9 +963,9 @@ struct sp_profile *sp_profile_read(const char *path, char *err, size_t errlen)
 	/* the last flush is whole if its records are and zlib stopped between
 	 * blocks on a byte (data_type 128, no bits left: the end of a sync
 	 * flush's empty block) */
-	enum sp_cut_at at = plen			? SP_CUT_MID_RECORD
+	enum sp_cut_at at = !r.committed.has_header	? SP_CUT_BEFORE_FIRST
+			    : plen			? SP_CUT_MID_RECORD
 			    : r.n_records		? SP_CUT_MID_FLUSH
-			    : !r.committed.has_header	? SP_CUT_BEFORE_FIRST
 			    : (last_type & 0xbf) == 128 ? SP_CUT_AFTER_FLUSH
 							: SP_CUT_MID_FLUSH;
 	if (p->status != SP_READ_OK || cut)
@@ -950,7 +974,11 @@ struct sp_profile *sp_profile_read(const char *path, char *err, size_t errlen)
 		sp_set_truncated(p, at, flen, r.has_header);
 	if (!r.has_header) {
 		if (err && cut)
-			snprintf(err, errlen, "%s: truncated: %s", path, p->error);
+			snprintf(err, errlen,
+				 "%s: cut off before its first flush (the process was killed or "
+				 "ended at once, or the file was cut or copied while being "
+				 "written): %s",
+				 path, p->error);
 		else if (err)
 			snprintf(err, errlen, "%s: no complete header: %s", path,
 				 p->error[0] ? p->error : "empty profile");

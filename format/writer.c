@@ -397,13 +397,25 @@ uint64_t sp_prof_writer_records(const struct sp_prof_writer *w)
 	return w ? w->n_records : 0;
 }
 
-int sp_prof_writer_close(struct sp_prof_writer *w)
+int sp_prof_writer_end(struct sp_prof_writer *w)
 {
 	if (!w)
 		return 0;
 	int err = sp_prof_writer_flush(w);
 	if (!err)
 		err = sp_prof_writer_deflate(w, NULL, 0, Z_FINISH);
+	if (err)
+		w->error = err;
+	else if (!w->error)
+		w->error = -EPIPE; /* nothing may follow the stream's end */
+	return err;
+}
+
+int sp_prof_writer_close(struct sp_prof_writer *w)
+{
+	if (!w)
+		return 0;
+	int err = sp_prof_writer_end(w);
 	sp_prof_writer_abandon(w);
 	return err;
 }

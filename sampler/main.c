@@ -14,6 +14,7 @@
 #include "sampler/sampler.h"
 #include "sampler/signals.h"
 #include "sampler/sys.h"
+#include "sampler/termsig.h"
 #include "sampler/thread.h"
 #include "sampler/timer.h"
 #include "sampler/unwcheck.h"
@@ -83,6 +84,7 @@ __attribute__((constructor)) static void sp_init(void)
 		atomic_store(&sp_g.enabled, false);
 		return;
 	}
+	sp_term_install();
 	if (sp_g.timer->start && (err = sp_g.timer->start(sp_g.period_ns)) < 0)
 		sp_log("cannot start the %s timer: %s; no samples will be taken", sp_g.timer->name,
 		       strerror(-err));

@@ -11,6 +11,7 @@
 #include "sampler/sampler.h"
 #include "sampler/sigshare.h"
 #include "sampler/sys.h"
+#include "sampler/termsig.h"
 #include "sampler/timer.h"
 #include "sampler/writer.h"
 
@@ -142,12 +143,14 @@ SP_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *
 		return sp_share_sigaction(sig, act, old);
 	if (sig == SIGPROF && act && sp_prof_is_ours())
 		return sp_prof_sigaction(act, old);
+	if (sp_term_is(sig))
+		return sp_term_sigaction(sig, act, old);
 	return SP_REAL(sigaction)(sig, act, old);
 }
 
 SP_EXPORT sighandler_t signal(int sig, sighandler_t handler)
 {
-	if (sp_share_active(sig) || (sig == SIGPROF && sp_prof_is_ours())) {
+	if (sp_share_active(sig) || (sig == SIGPROF && sp_prof_is_ours()) || sp_term_is(sig)) {
 		/* glibc's signal(): BSD semantics */
 		struct sigaction sa, old;
 		memset(&sa, 0, sizeof(sa));

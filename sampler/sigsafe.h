@@ -24,7 +24,7 @@
 
 /* The handler's entry points: what the kernel calls (sp_handler, in
  * assembly, moves to the handler's own stack and calls sp_handler_body). */
-#define SP_SIGSAFE_ENTRY(X) X(sp_handler_body)
+#define SP_SIGSAFE_ENTRY(X) X(sp_handler_body) X(sp_term_handler)
 
 /* Reached only through function pointers (timer ops, libunwind's
  * callbacks, the guarded reads' fault handler): each is an entry point for
@@ -76,6 +76,8 @@
 	X(sp_ring_commit)                                                                          \
 	X(sp_ring_half_full)                                                                       \
 	X(sp_writer_poke)                                                                          \
+	X(sp_term_handler)                                                                         \
+	X(sp_writer_end_for_signal)                                                                \
 	X(sp_futex_wake)                                                                           \
 	X(sp_modules_missed)                                                                       \
 	X(sp_modules_enter)                                                                        \

@@ -123,7 +123,8 @@ struct sp_wstate {
 	bool flush_requested;
 	uint64_t flush_seq, flush_done;
 	int error;
-	int end_signal; /* the final stats say the process then ended by this signal */
+	int end_signal;	  /* the final stats say the process then ended by this signal */
+	bool end_outside; /* ... which came from outside (sp_writer_end_here) */
 };
 
 static struct sp_wstate *sp_ws;
@@ -607,7 +608,7 @@ static void sp_write_stats(struct sp_wstate *s, uint32_t flags)
 			sp_add_counters(&st, t);
 	}
 	if ((flags & SP_STATS_FINAL) && s->end_signal) {
-		flags |= SP_STATS_SIGNAL;
+		flags |= SP_STATS_SIGNAL | (s->end_outside ? SP_STATS_SIGNAL_OUTSIDE : 0);
 		st.signal = s->end_signal;
 	}
 	st.flags = flags;
@@ -792,6 +793,28 @@ SP_SIGSAFE static void sp_futex_wake(void)
 	syscall(SYS_futex, &sp_wake_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
+/* A signal the process is about to die of (sp_writer_end_for_signal), and
+ * 1 once the writer has ended the profile for it. */
+static _Atomic int sp_end_sig;
+static _Atomic uint32_t sp_end_done;
+
+bool sp_writer_end_for_signal(int sig, uint64_t wait_ns)
+{
+	int none = 0;
+	atomic_compare_exchange_strong(&sp_end_sig, &none, sig);
+	sp_futex_wake();
+	uint64_t deadline = sp_now_ns() + wait_ns;
+	while (!atomic_load_explicit(&sp_end_done, memory_order_acquire)) {
+		uint64_t now = sp_now_ns();
+		if (now >= deadline)
+			return false;
+		struct timespec ts = {.tv_sec = (time_t)((deadline - now) / 1000000000u),
+				      .tv_nsec = (long)((deadline - now) % 1000000000u)};
+		syscall(SYS_futex, &sp_end_done, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+	}
+	return true;
+}
+
 void sp_writer_poke(void)
 {
 	if (!atomic_exchange_explicit(&sp_poked, 1, memory_order_acq_rel))
@@ -830,6 +853,34 @@ static void sp_flush(struct sp_wstate *s, uint32_t flags, bool may_skip)
 	s->last_flush_ns = sp_now_ns();
 }
 
+/*
+ * The end of the profile for a signal that ends the process, on the writer
+ * thread itself (sp_writer_stop would join it): the last drain, the final
+ * stats and the stream's end, then nothing more is written. Called with
+ * sp_g.lock held. The process
+ * dies as soon as the waiting handler sees sp_end_done; should it live on
+ * (its handler for the signal set meanwhile), every writer call finds the
+ * writer stopped, and the exit path finishes nothing twice.
+ */
+static void sp_writer_end_here(struct sp_wstate *s, int sig)
+{
+	atomic_store(&sp_g.sampling, false);
+	s->end_signal = sig;
+	s->end_outside = true;
+	sp_flush(s, SP_STATS_FINAL, false);
+	/* nothing freed or closed: free() could wait on the allocator lock of
+	 * the thread the signal interrupted, and fds.c's section on that
+	 * thread's close(); the kernel closes the file as the process dies */
+	sp_writer_failed(s, sp_prof_writer_end(s->w));
+	s->stop = true;
+	sp_ws = NULL;
+	atomic_store(&sp_g.stopping, true);
+	atomic_store(&sp_g.enabled, false);
+	pthread_cond_broadcast(&sp_g.wake); /* sp_writer_flush_now() waiters see stop */
+	atomic_store_explicit(&sp_end_done, 1, memory_order_release);
+	syscall(SYS_futex, &sp_end_done, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+}
+
 static void *sp_writer_main(void *arg)
 {
 	struct sp_wstate *s = arg;
@@ -859,6 +910,11 @@ static void *sp_writer_main(void *arg)
 		first = false;
 		if (s->stop)
 			break; /* parked: the next writer's first pass serves any poke */
+		int end_sig = atomic_load(&sp_end_sig);
+		if (end_sig) {
+			sp_writer_end_here(s, end_sig);
+			break;
+		}
 		/* a poke before these two is served by the pass below; one after
 		 * them changes the word again */
 		seen = atomic_load_explicit(&sp_wake_word, memory_order_acquire);
@@ -1271,6 +1327,8 @@ void sp_writer_forget(void)
 	/* a poke the parent's writer had yet to serve is not the child's */
 	atomic_store(&sp_poked, 0);
 	atomic_store(&sp_dead_pending, 0);
+	atomic_store(&sp_end_sig, 0);
+	atomic_store(&sp_end_done, 0);
 	if (!s)
 		return;
 	/* the parent owns the file and its zlib stream: drop our copies

@@ -10,13 +10,14 @@
  * every signal blocked (thread.h). sp_g.lock serializes it against the
  * calls below.
  *
- * Only sp_writer_poke() is signal-safe.
+ * Only sp_writer_poke() and sp_writer_end_for_signal() are signal-safe.
  */
 #ifndef SP_SAMPLER_WRITER_H
 #define SP_SAMPLER_WRITER_H
 
 #include "sampler/sigsafe.h"
 #include <stdbool.h>
+#include <stdint.h>
 
 /* Creates the output file (STACKPROF_OUT, or stackprof.<pid>.prof; a
  * forked child or exec'ed image takes PATH.<pid>), writes the header and
@@ -60,6 +61,18 @@ void sp_writer_stop(bool final, int sig);
  */
 void sp_writer_park(void);
 void sp_writer_unpark(void);
+
+/*
+ * For a signal that is about to end the process (termsig.h): asks the
+ * writer thread to end the profile itself, as sp_writer_stop(true, sig)
+ * would, with the signal marked as sent from outside, and waits until it
+ * has, at most wait_ns. The writer takes no lock the interrupted thread
+ * could hold beyond sp_g.lock and its own allocator's; if it is held up
+ * (or parked, or gone), the wait ends and the profile stays cut off at its
+ * last flush. true if the profile was ended. Signal-safe: an atomic, a
+ * futex wake and timed futex waits.
+ */
+SP_SIGSAFE bool sp_writer_end_for_signal(int sig, uint64_t wait_ns);
 
 /* In a fork child: drops the parent's writer state without touching its file. */
 void sp_writer_forget(void);

@@ -392,11 +392,17 @@ struct sp_profile *sp_cli_read_profile(const char *path)
 		sp_cli_error("%s", err);
 		return NULL;
 	}
-	/* the output still comes, from what was read: say that it is partial,
-	 * and why the status will be 1 (sp_cli_partial) */
+	/* Cut off: whole up to its last flush, then nothing (the reader checked
+	 * every flush before). That is what a killed process leaves (a Pool's
+	 * SIGTERMed workers, a raw exit_group): the output is that of the run
+	 * up to then, so one line says so and the status stays 0. Damage
+	 * (CORRUPT) says the output is partial, and exits 1 (sp_cli_partial). */
 	if (p->status == SP_READ_TRUNCATED)
-		sp_cli_warn("%s: truncated: %s; the output is partial (exit status 1)", path,
-			    p->error);
+		fprintf(stderr,
+			"stackprof: note: %s ends at its last flush (the process was killed or "
+			"ended without finishing the profile): %zu sample%s read, the last "
+			"moments are missing\n",
+			path, p->n_samples, p->n_samples == 1 ? "" : "s");
 	else if (p->status != SP_READ_OK)
 		sp_cli_warn("%s: %s; using the %zu samples read before that: the output is partial "
 			    "(exit status 1)",
@@ -753,7 +759,7 @@ struct sp_view *sp_cli_view(const char *path, const struct sp_model *m, enum sp_
 
 bool sp_cli_partial(const struct sp_cli_input *in)
 {
-	return in->prof && in->prof->status != SP_READ_OK;
+	return in->prof && in->prof->status == SP_READ_CORRUPT;
 }
 
 void sp_cli_unload(struct sp_cli_input *in)

@@ -258,8 +258,9 @@ void sp_cli_filters_release(struct sp_cli_filters *f);
 
 /*
  * Reads a profile for a command. On failure prints why and returns NULL. A
- * truncated or corrupt profile is returned with one warning saying what was
- * kept. The caller frees it with sp_profile_free().
+ * profile cut off at its last flush is returned with one note saying so
+ * (it is whole up to there: not an error); a corrupt one with one warning
+ * saying what was kept. The caller frees it with sp_profile_free().
  */
 struct sp_profile *sp_cli_read_profile(const char *path);
 
@@ -286,8 +287,8 @@ int sp_cli_finish_output(FILE *f, const char *path);
  * Ends a command's output, written by a writer that returned err (0 or
  * -errno; -EPIPE, a reader that went away, is quiet success). Closes out
  * unless it is stdout. Returns the exit status: 1 on a write error, and
- * also when partial (the profile was cut off: what it had was printed, but
- * a script must not take the run for clean).
+ * also when partial (the profile is damaged: what was read before the
+ * damage was printed, but a script must not take the run for clean).
  */
 int sp_cli_end_output(FILE *out, const char *path, int err, bool partial);
 
@@ -327,7 +328,8 @@ void sp_cli_hint_by(const char *path, const struct sp_profile *p, enum sp_rollup
  * by their Python callers). */
 struct sp_view *sp_cli_view_of(const char *path, const struct sp_model *m, enum sp_view_by by);
 
-/* Whether in's profile was cut off (its output is then not a clean run's). */
+/* Whether in's profile is damaged (its output is then not a clean run's).
+ * One cut off at its last flush is not: it is whole up to there. */
 bool sp_cli_partial(const struct sp_cli_input *in);
 void sp_cli_unload(struct sp_cli_input *in);
 

@@ -27,11 +27,11 @@ static const struct sp_cli_cmd sp_info_cmd = {
     .about = "Prints the profile's header (command, pid, start time, timer, rate), its\n"
 	     "counts (samples, drops, unwind errors, truncated stacks), the achieved\n"
 	     "sampling rate, the share of samples that unwound to a thread root, and its\n"
-	     "threads. Exits 1 if the profile is unreadable, or truncated (the program\n"
-	     "was killed or crashed before it finished the profile, or the file was\n"
-	     "cut or copied while being written): that one is still reported up to\n"
-	     "its last complete flush, and its status line says where the file ends\n"
-	     "and how many samples were read.\n",
+	     "threads. A profile cut off at its last flush (the program was killed or\n"
+	     "crashed before it finished the profile, or the file was cut or copied\n"
+	     "while being written) is reported up to there, and its status line says\n"
+	     "where the file ends and how many samples were read. Exits 1 if the\n"
+	     "profile is unreadable or damaged (reported up to the damage).\n",
     .opts = sp_info_opts,
     .more = "examples:\n"
 	    "  stackprof info rn.prof\n"
@@ -60,15 +60,16 @@ static void sp_info_print(FILE *f, const char *path, const struct sp_profile *p,
 		(unsigned long long)p->file_bytes, h->version);
 	fprintf(f, "status:      %s%s%s\n",
 		p->status == SP_READ_OK		 ? "complete"
-		: p->status == SP_READ_TRUNCATED ? "truncated"
+		: p->status == SP_READ_TRUNCATED ? "cut off at its last flush"
 						 : "corrupt",
 		p->status == SP_READ_OK ? "" : ": ", p->error);
 	char sig[32];
 	if (sp_summary_end_signal(p, sig, sizeof(sig)))
-		fprintf(f,
-			"ended:       by %s, sent by the program to itself after it finished "
-			"the profile\n",
-			sig);
+		fprintf(f, "ended:       by %s, %s\n", sig,
+			(p->stats.flags & SP_STATS_SIGNAL_OUTSIDE)
+			    ? "sent from outside at its default action: stackprof finished the "
+			      "profile, then let it end the process"
+			    : "sent by the program to itself after it finished the profile");
 	fprintf(f, "command:     %s\n", h->cmdline);
 	fprintf(f, "executable:  %s\n", h->exe);
 	fprintf(f, "pid:         %d (parent %d) on %s\n", h->pid, h->ppid, h->hostname);
@@ -263,9 +264,9 @@ int sp_cmd_info(int argc, char **argv)
 		m = sp_model_build(p, &mo);
 	}
 	sp_info_print(stdout, a.operands[0], p, m, modules);
-	/* everything readable was printed; the status says the data is partial */
+	/* everything readable was printed; a damaged profile's data is partial */
 	rc = sp_cli_finish_output(stdout, "-");
-	if (rc == SP_EXIT_OK && p->status != SP_READ_OK)
+	if (rc == SP_EXIT_OK && p->status == SP_READ_CORRUPT)
 		rc = SP_EXIT_ERROR;
 out:
 	sp_model_free(m);

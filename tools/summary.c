@@ -166,11 +166,15 @@ void sp_summary_print_counts(FILE *f, const struct sp_profile *p, const struct s
 		fprintf(f, "%s%s\n", prefix, p->pyinfos[p->n_pyinfos - 1].status);
 	char sig[32];
 	if (sp_summary_end_signal(p, sig, sizeof(sig)))
-		fprintf(f, "%sthe program ended itself by %s; the profile is complete\n", prefix,
+		fprintf(f, "%sthe program %s by %s; the profile is complete\n", prefix,
+			(p->stats.flags & SP_STATS_SIGNAL_OUTSIDE) ? "was ended" : "ended itself",
 			sig);
 	if (p->status == SP_READ_TRUNCATED)
-		fprintf(f, "%swarning: the profile is truncated: %s; this summary is partial\n",
-			prefix, p->error);
+		fprintf(f,
+			"%snote: the profile ends at its last flush (the process was killed or "
+			"ended without finishing it): %zu sample%s read, the last moments are "
+			"missing\n",
+			prefix, p->n_samples, p->n_samples == 1 ? "" : "s");
 	else if (p->status != SP_READ_OK)
 		fprintf(f,
 			"%swarning: the profile is corrupt: %s; using the %zu samples read before "

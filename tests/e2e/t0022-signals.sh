@@ -3,7 +3,7 @@
 # - A Python program ended by Ctrl-C exits through KeyboardInterrupt, then
 #   (CPython 3.8+) resets SIGINT and kill(getpid(), SIGINT)s itself, so the
 #   destructor never runs. Its profile must still be complete: no
-#   "truncated" warning from run or any later command, and info says
+#   "truncated" warning or "ends at its last flush" note from run or any later command, and info says
 #   "ended: by SIGINT". The same for a C program that raise()s, kill()s,
 #   killpg()s or pthread_kill()s itself with SIGTERM, SIGHUP or SIGQUIT.
 #   A crash (abort) still reads as cut off, and the exit status is kept.
@@ -18,7 +18,7 @@ have_python() {
 }
 
 # no_truncation_warning FILE: stderr of a command says nothing of a cut-off profile
-no_truncation_warning() { ! grep -qiE 'warning|is truncated|truncated after' "$1"; }
+no_truncation_warning() { ! grep -qiE 'warning|is truncated|truncated after|ends at its last flush' "$1"; }
 
 # --- Python ended by KeyboardInterrupt, with each python there is
 pythons=/usr/bin/python3
@@ -110,7 +110,7 @@ while read -r how status sig; do
 	check "$how: the status passes through ($status)" [ $? -eq $status ]
 	"$SP" info --no-symbols $how.prof >$how.info 2>/dev/null
 	if [ "$sig" = - ]; then
-		check "$how: a crash is still cut off at the last flush" grep -q '^status: *truncated' $how.info
+		check "$how: a crash is still cut off at the last flush" grep -q '^status: *cut off at its last flush' $how.info
 	else
 		check "$how: complete" grep -q '^status: *complete$' $how.info
 		check "$how: ended by $sig" grep -q "^ended: *by $sig," $how.info

@@ -6,9 +6,9 @@
 #   tables, top and the SVG keep them ([no operator]);
 #   top takes --per-thread as the other views do, with a row per thread and
 #   function; diff takes top's --name;
-#   a cut-off profile's message says where the file ends, how many samples
-#   were read (or that none could be), the likely causes without picking
-#   one, and that the output printed from it is partial (exit status 1).
+#   a profile cut off at its last flush is read as whole up to there (exit
+#   0): one note says how many samples were read, info's status line where
+#   the file ends; one cut before its first flush says nothing could be read.
 . "$(dirname "$0")/lib.sh"
 FIX="$SP_SOURCE_DIR/tests/export/fixtures"
 OPS="$FIX/ops-base.prof"
@@ -86,7 +86,7 @@ check "diff --name: the summary counts those rows" grep -qx 'added 0, removed 1,
 "$SP" diff --collapsed --name gemm "$P" "$N" >/dev/null 2>err
 check "diff --collapsed --name: a usage error" bash -c "[ $? -eq 2 ] && grep -q -- '--name selects rows' err"
 
-# --- a cut-off profile: where it ends, what was read, partial output
+# --- a cut-off profile: whole up to its last flush, where it ends, what was read
 # the ends of base.prof's flushes: zlib's sync flush marker, 00 00 ff ff
 flushes=$(perl -0777 -ne 'while (/\x00\x00\xff\xff/g) { print pos(), "\n" }' "$P")
 f1=$(echo "$flushes" | head -1)
@@ -94,38 +94,33 @@ f2=$(echo "$flushes" | sed -n 2p)
 say "base.prof: $(stat -c %s "$P") bytes, flushes end at: $(echo $flushes)"
 samples1=$(head -c "$f1" "$P" >f1.prof && "$SP" info --no-symbols f1.prof 2>/dev/null |
 	awk '$1 == "samples:" { print $2 }')
-causes='(likely the program was killed or crashed before it finished the profile, or the file was cut or copied while being written)'
-# cut_check NAME BYTES WHERE: top on the first BYTES of base.prof exits 1,
-# prints rows, and its one warning says where (WHERE, a regex) and what
+# cut_check NAME BYTES WHERE: top on the first BYTES of base.prof reads it
+# as whole up to its last flush: exit 0, rows, one note with the samples
+# read; info's status line says where the file ends (WHERE, a regex)
 cut_check() {
 	local name=$1 n=$2 where=$3
 	head -c "$n" "$P" >$name.prof
 	"$SP" top $name.prof >$name.out 2>$name.err
 	local rc=$?
 	grep -v 'libfixture.so' $name.err >$name.warn
-	check "$name ($n bytes): top exits 1, rows printed" bash -c "[ $rc -eq 1 ] && [ \$(wc -l <$name.out) -gt 2 ]"
-	check "$name: one warning" [ "$(wc -l <$name.warn)" -eq 1 ]
-	check "$name: it says where the file ends: $where" \
-		grep -qE "^stackprof: warning: $name.prof: truncated: the file ends $where " $name.warn
-	check "$name: the likely causes, neither one claimed" grep -qF "$causes" $name.warn
-	check "$name: the samples read, as info counts them ($samples1)" \
-		grep -qF "; $samples1 samples were read, up to its last complete flush; the output is partial (exit status 1)" $name.warn
-	check "$name: no 'N of N bytes', nothing said to be kept" \
-		bash -c "! grep -qE ' of $n bytes|are kept' $name.warn"
+	check "$name ($n bytes): top exits 0, rows printed" bash -c "[ $rc -eq 0 ] && [ \$(wc -l <$name.out) -gt 2 ]"
+	check "$name: one line on stderr" [ "$(wc -l <$name.warn)" -eq 1 ]
+	check "$name: a note that it ends at its last flush, with the samples read ($samples1)" \
+		grep -qxF "stackprof: note: $name.prof ends at its last flush (the process was killed or ended without finishing the profile): $samples1 samples read, the last moments are missing" $name.warn
+	"$SP" info --no-symbols $name.prof >$name.info 2>/dev/null
+	check "$name: info exits 0, its status line says where the file ends: $where" \
+		bash -c "[ $? -eq 0 ] && grep -qE '^status: *cut off at its last flush: the file ends at byte $n$where; $samples1 samples read, up to its last flush\$' $name.info"
 }
-cut_check at-flush "$f1" "at byte $f1, right after a flush but before the profile's end"
-cut_check in-flush $((f1 + 1)) "at byte $((f1 + 1)), in the middle of a flush"
+cut_check at-flush "$f1" ", right after a flush"
+cut_check in-flush $((f1 + 1)) ", in the middle of a flush"
 mid=$(((f1 + f2) / 2))
-cut_check mid $mid "(mid-record at byte $mid|at byte $mid, in the middle of a flush)"
-"$SP" info --no-symbols at-flush.prof >info.out 2>/dev/null
-check "info on it: exit 1, the status line says truncated and where" \
-	bash -c "[ $? -eq 1 ] && grep -q '^status: *truncated: the file ends at byte $f1, right after a flush' info.out"
+cut_check mid $mid "(, in a record after its last flush|, in the middle of a flush)"
 # cut inside the header: an error, and nothing is said to be kept
 head -c 30 "$P" >head.prof
 "$SP" info head.prof >head.out 2>head.err
 rc=$?
 check "a profile cut in its header: exit 1, nothing printed" bash -c "[ $rc -eq 1 ] && [ ! -s head.out ]"
 check "it says where the file ends and that nothing could be read" \
-	grep -qE "^stackprof: head.prof: truncated: the file ends (mid-record )?at byte 30.*; nothing could be read: its header is not complete\$" head.err
+	grep -qE "^stackprof: head.prof: cut off before its first flush .*: the file ends at byte 30, before its first flush; nothing could be read: its header is not complete\$" head.err
 check "no 'of 30 bytes', nothing said to be kept" bash -c "! grep -qE ' of 30 bytes|kept' head.err"
 finish

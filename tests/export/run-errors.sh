@@ -40,6 +40,10 @@ expect() {
 "$SP" collapse "$FIX/base.prof" >"$TMP/stacks.folded" 2>/dev/null
 : >"$TMP/empty.prof"
 cat "$FIX/base.prof" "$FIX/base.prof" >"$TMP/twice.prof"
+# base.prof with a byte changed after its first flush (zlib's sync flush
+# marker, 00 00 ff ff): the first flush is read, then the damage is found
+f1=$(perl -0777 -ne 'if (/\x00\x00\xff\xff/g) { print pos() }' "$FIX/base.prof")
+{ head -c $((f1 + 10)) "$FIX/base.prof"; printf '\377'; tail -c +$((f1 + 12)) "$FIX/base.prof"; } >"$TMP/damaged.prof"
 
 for cmd in "info" "collapse" "table" "top" "flamegraph" "export --format pprof" \
 	"export --format chrome" "export --format speedscope"; do
@@ -59,10 +63,17 @@ for cmd in "info" "collapse" "table" "top" "flamegraph" "export --format pprof" 
 	expect 1 "^stackprof: .*$TMP/missing.prof" $cmd "$TMP/missing.prof"
 	# shellcheck disable=SC2086
 	expect 1 "^stackprof: .*junk.prof" $cmd "$FIX/junk.prof"
-	# a cut-off profile: warn, write what was read, exit 1
+	# a profile cut off after a flush is whole up to there: one note, what
+	# was read, exit 0
 	# shellcheck disable=SC2086
-	expect 1 "^stackprof: warning: .*truncated.prof" $cmd "$FIX/truncated.prof"
+	expect 0 "^stackprof: note: .*truncated.prof ends at its last flush" $cmd "$FIX/truncated.prof"
 	[ -s "$TMP/out" ] || bad "$cmd on a truncated profile printed nothing"
+	[ "$(grep -c . "$TMP/err")" -eq 1 ] || bad "$cmd on a truncated profile: not one line: $(cat "$TMP/err")"
+	# a damaged one (a byte changed in its first flush): a warning, what was
+	# read before the damage, exit 1
+	# shellcheck disable=SC2086
+	expect 1 "^stackprof: warning: .*damaged.prof: (compressed data is corrupt|checksum mismatch)" \
+		$cmd "$TMP/damaged.prof"
 	# shellcheck disable=SC2086
 	expect 2 "" $cmd
 	# shellcheck disable=SC2086
@@ -74,7 +85,8 @@ for cmd in "info" "collapse" "table" "top" "flamegraph" "export --format pprof" 
 done
 expect 1 "missing.prof" diff "$FIX/base.prof" "$TMP/missing.prof"
 expect 1 "junk.prof" diff "$FIX/junk.prof" "$FIX/base.prof"
-expect 1 "^stackprof: warning: .*truncated.prof" diff "$FIX/base.prof" "$FIX/truncated.prof"
+expect 0 "^stackprof: note: .*truncated.prof ends at its last flush" diff "$FIX/base.prof" "$FIX/truncated.prof"
+expect 1 "^stackprof: warning: .*damaged.prof" diff "$FIX/base.prof" "$TMP/damaged.prof"
 expect 2 "expected BASE and NEW" diff "$FIX/base.prof"
 expect 2 "" diff --help-me "$FIX/base.prof" "$FIX/new.prof"
 expect 2 "--metric" collapse --metric ms "$FIX/base.prof"

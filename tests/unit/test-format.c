@@ -1,7 +1,8 @@
 /*
  * test-format.c - the raw profile: round trip of every record type, windows
  * made from marks, a cut
- * at every byte (never a crash; records up to the last flush kept), bit
+ * at every byte (never a crash; records up to the last flush kept), a
+ * flush that does not end on a checkpoint (damage, never a cut), bit
  * flips (caught, never a crash), junk and empty files, and the writer's
  * batching: many small records and one larger than its buffer, in order,
  * and everything before a flush readable from the file at that moment; a
@@ -14,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <zlib.h>
 
 #include "format/profile.h"
 #include "tests/unit/check.h"
@@ -432,6 +435,114 @@ static void test_v2(const char *path)
 	      strstr(err, "profile version 3, this stackprof reads versions 1 to 2"));
 }
 
+/* The record stream inside a profile: the whole zlib stream inflated. */
+static unsigned char *inflate_all(const unsigned char *data, size_t n, size_t *out_len)
+{
+	size_t cap = 1 << 20;
+	unsigned char *out = malloc(cap);
+	z_stream z;
+	memset(&z, 0, sizeof(z));
+	inflateInit(&z);
+	z.next_in = (Bytef *)data + SP_PROFILE_MAGIC_LEN;
+	z.avail_in = (uInt)(n - SP_PROFILE_MAGIC_LEN);
+	z.next_out = out;
+	z.avail_out = (uInt)cap;
+	CHECK(inflate(&z, Z_FINISH) == Z_STREAM_END);
+	*out_len = z.total_out;
+	inflateEnd(&z);
+	return out;
+}
+
+/* Where the record at off ends (u8 type, uleb128 length, payload); its type in *type. */
+static size_t record_end(const unsigned char *p, size_t off, unsigned *type)
+{
+	*type = p[off++];
+	uint64_t len = 0;
+	for (int shift = 0;; shift += 7) {
+		unsigned char b = p[off++];
+		len |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			break;
+	}
+	return off + (size_t)len;
+}
+
+/*
+ * Writes the magic and raw's first n1 bytes then n2 more, each part ended
+ * by a sync flush as the writer's flush does, then the first half of the
+ * rest without a flush: a file cut off in its third part.
+ */
+static void write_reflushed(const char *path, const unsigned char *raw, size_t len, size_t n1,
+			    size_t n2)
+{
+	size_t cap = 2 * len + 1024;
+	unsigned char *out = malloc(cap);
+	memcpy(out, SP_PROFILE_MAGIC, SP_PROFILE_MAGIC_LEN);
+	z_stream z;
+	memset(&z, 0, sizeof(z));
+	deflateInit(&z, Z_DEFAULT_COMPRESSION);
+	z.next_out = out + SP_PROFILE_MAGIC_LEN;
+	z.avail_out = (uInt)(cap - SP_PROFILE_MAGIC_LEN);
+	const size_t parts[3] = {n1, n2, (len - n1 - n2) / 2};
+	const int flush[3] = {Z_SYNC_FLUSH, Z_SYNC_FLUSH, Z_NO_FLUSH};
+	size_t off = 0;
+	for (int i = 0; i < 3; i++) {
+		z.next_in = (Bytef *)raw + off;
+		z.avail_in = (uInt)parts[i];
+		int rc = deflate(&z, flush[i]);
+		CHECK(rc == Z_OK || (rc == Z_BUF_ERROR && !parts[i]));
+		off += parts[i];
+	}
+	write_file(path, out, cap - z.avail_out);
+	deflateEnd(&z);
+	free(out);
+}
+
+/*
+ * A file cut off after its last flush is whole up to that flush
+ * (SP_READ_TRUNCATED, which the CLI reads with exit 0). One whose flush
+ * ends inside a record, or without its checkpoint (a length field that
+ * swallowed the checkpoint, a lost record), is damaged even if the file
+ * then ends: SP_READ_CORRUPT, never taken for a cut.
+ */
+static void test_cut_or_damaged(const char *whole, const char *path)
+{
+	size_t n, len;
+	unsigned char *data = read_file(whole, &n);
+	unsigned char *raw = inflate_all(data, n, &len);
+	/* the ends of the first two checkpoints, and of a record between them */
+	size_t ck[2] = {0, 0}, mid = 0, off = 0;
+	int found = 0;
+	while (off < len && found < 2) {
+		unsigned type;
+		off = record_end(raw, off, &type);
+		if (type == SP_REC_CHECKPOINT)
+			ck[found++] = off;
+		else if (found == 1 && !mid)
+			mid = off;
+	}
+	CHECK(found == 2 && mid > ck[0] && mid < ck[1]);
+	char err[256];
+	/* flushes right after checkpoints, cut in the next part: a cut */
+	write_reflushed(path, raw, len, ck[0], ck[1] - ck[0]);
+	struct sp_profile *p = sp_profile_read(path, err, sizeof(err));
+	CHECK(p && p->status == SP_READ_TRUNCATED && p->n_samples == 5);
+	sp_profile_free(p);
+	/* a flush after a record that is not a checkpoint */
+	write_reflushed(path, raw, len, ck[0], mid - ck[0]);
+	p = sp_profile_read(path, err, sizeof(err));
+	CHECK(p && p->status == SP_READ_CORRUPT && p->n_samples == 3 &&
+	      strstr(p->error, "does not end on a checkpoint"));
+	sp_profile_free(p);
+	/* a flush in the middle of a record */
+	write_reflushed(path, raw, len, ck[0], mid - ck[0] - 1);
+	p = sp_profile_read(path, err, sizeof(err));
+	CHECK(p && p->status == SP_READ_CORRUPT && p->n_samples == 3);
+	sp_profile_free(p);
+	free(raw);
+	free(data);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -530,6 +641,7 @@ int main(void)
 	CHECK(sp_profile_read("/nonexistent/x.prof", err, sizeof(err)) == NULL && errno == ENOENT);
 	CHECK(sp_profile_read(dir, err, sizeof(err)) == NULL);
 
+	test_cut_or_damaged(path, cut);
 	test_windows(cut);
 	test_v2(cut);
 	test_batching(path, cut);
