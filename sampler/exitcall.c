@@ -53,6 +53,7 @@
 #include "sampler/interpose.h"
 #include "sampler/main.h"
 #include "sampler/sampler.h"
+#include "sampler/sys.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -60,6 +61,9 @@
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#define SP_STR2(x) #x
+#define SP_STR(x)  SP_STR2(x)
 
 /* Whether the calling thread shows a sign of running a signal handler. */
 static bool sp_maybe_in_handler(void)
@@ -94,12 +98,157 @@ static void sp_before_exit_call(void)
  */
 static void (*sp_real__exit)(int);
 static void (*sp_real__Exit)(int);
+/* read by the assembly entry of exit() below, so not static */
+__attribute__((visibility("hidden"))) void (*sp_real_exit)(int);
+
+/* The pid of the last process that ran the exit handlers (sp_exit_seen). */
+static _Atomic pid_t sp_exit_ran;
+
+static void sp_exit_seen(void)
+{
+	atomic_store(&sp_exit_ran, getpid());
+}
 
 __attribute__((constructor)) static void sp_exitcall_init(void)
 {
 	sp_real__exit = SP_REAL(_exit);
 	sp_real__Exit = SP_REAL(_Exit);
+	sp_real_exit = SP_REAL(exit);
+	/* Registered before the dynamic linker's own exit handler (_dl_fini,
+	 * which runs the destructors, ours among them): the libraries'
+	 * constructors run before __libc_start_main registers it, and the
+	 * handlers run last registered first. So this one runs after every
+	 * other, once the exit handlers have all been used up. */
+	atexit(sp_exit_seen);
 }
+
+/*
+ * vfork children that call exit() instead of _exit().
+ *
+ * A vfork child shares its parent's memory until it execs or ends, and
+ * exit() runs the exit handlers in that memory: glibc takes each one off
+ * its list as it runs it, marks the list done (after which it refuses any
+ * new handler), and _dl_fini, one of them, marks every library's
+ * destructors as run. The parent's own exit() then finds nothing to run:
+ * stackprof's destructor never ran in it, and its profile ended at the
+ * writer's last flush (35 of 50 samples, read as truncated). The program's
+ * own handlers are lost the same way, profiled or not; only stackprof's
+ * must come back.
+ *
+ * The sign: sp_exit_seen, the last exit handler, ran in another process
+ * than the one that set sampling up. The list can't be repaired (its
+ * state is glibc's own), so the parent finishes its profile on the two
+ * ways out left to it: exit() called by the program (interposed below,
+ * from any thread), and, when the main thread is the one that vforked, a
+ * destructor of that thread's thread_local data (__cxa_thread_atexit_impl),
+ * which exit() still runs first, also when main returns. Both act only
+ * after the loss; otherwise the destructor finishes, as always, after the
+ * program's own exit handlers. The thread's list is shared with the vfork
+ * child as well and used up by its exit(): it is armed again after each
+ * child (vfork is interposed, as glibc writes it, so that the parent gets
+ * control back once the child has exec'ed or ended).
+ */
+static bool sp_exit_lost(void)
+{
+	pid_t ran = atomic_load(&sp_exit_ran);
+	return ran != 0 && ran != sp_g.pid && getpid() == sp_g.pid && atomic_load(&sp_g.enabled);
+}
+
+/* This thread's list of thread_local destructors holds sp_exit_tls. */
+static __thread bool sp_tls_armed SP_TLS;
+
+extern void *__dso_handle __attribute__((visibility("hidden")));
+int __cxa_thread_atexit_impl(void (*fn)(void *), void *obj, void *dso);
+
+static void sp_exit_tls(void *arg)
+{
+	(void)arg;
+	if (getpid() != sp_g.pid) {
+		sp_tls_armed = false; /* a vfork child's exit() used it up */
+		return;
+	}
+	sp_tls_armed = false;
+	if (sp_exit_lost())
+		sp_before_exit_call();
+}
+
+/* In the parent, once the child has exec'ed or ended. */
+__attribute__((visibility("hidden"))) void sp_vfork_parent(void);
+__attribute__((visibility("hidden"))) void sp_vfork_parent(void)
+{
+	int e = errno;
+	if (!sp_tls_armed && sp_gettid() == getpid() && sp_exit_lost() &&
+	    __cxa_thread_atexit_impl(sp_exit_tls, NULL, &__dso_handle) == 0)
+		sp_tls_armed = true;
+	errno = e;
+}
+
+__attribute__((visibility("hidden"))) int sp_vfork_fail(int err);
+__attribute__((visibility("hidden"))) int sp_vfork_fail(int err)
+{
+	errno = err;
+	return -1;
+}
+
+/*
+ * glibc's vfork: the return address is kept in a register, since the
+ * child's calls would overwrite it on the stack they share; the child
+ * returns at once. The parent then calls sp_vfork_parent.
+ */
+__asm__(".text\n"
+	".globl vfork\n"
+	".type vfork, @function\n"
+	"vfork:\n"
+	"	.cfi_startproc\n"
+	"	popq %rdi\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	.cfi_register %rip, %rdi\n"
+	"	movl $" SP_STR(SYS_vfork) ", %eax\n"
+					  "	syscall\n"
+					  "	pushq %rdi\n"
+					  "	.cfi_adjust_cfa_offset 8\n"
+					  "	.cfi_rel_offset %rip, 0\n"
+					  "	cmpl $-4095, %eax\n"
+					  "	jae 2f\n"
+					  "	testl %eax, %eax\n"
+					  "	jz 1f\n"
+					  "	pushq %rax\n"
+					  "	.cfi_adjust_cfa_offset 8\n"
+					  "	call sp_vfork_parent\n"
+					  "	popq %rax\n"
+					  "	.cfi_adjust_cfa_offset -8\n"
+					  "1:	ret\n"
+					  "2:	negl %eax\n"
+					  "	movl %eax, %edi\n"
+					  "	jmp sp_vfork_fail\n"
+					  "	.cfi_endproc\n"
+					  ".size vfork, .-vfork\n");
+
+/* exit(): after the loss above, the profile is finished first. */
+__attribute__((visibility("hidden"))) void sp_exit_hook(void);
+__attribute__((visibility("hidden"))) void sp_exit_hook(void)
+{
+	if (!sp_real_exit)
+		sp_real_exit = SP_REAL(exit);
+	if (sp_exit_lost())
+		sp_before_exit_call();
+}
+
+/* In assembly so that no frame of ours sits under the program's exit
+ * handlers in its samples: the real exit() is reached by a jump. */
+__asm__(".text\n"
+	".globl exit\n"
+	".type exit, @function\n"
+	"exit:\n"
+	"	.cfi_startproc\n"
+	"	pushq %rdi\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	call sp_exit_hook\n"
+	"	popq %rdi\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	jmp *sp_real_exit(%rip)\n"
+	"	.cfi_endproc\n"
+	".size exit, .-exit\n");
 
 /* The process ends here whatever happened: no real function (never seen)
  * ends it with the system call. */

@@ -6,6 +6,7 @@
 #include "sampler/api.h"
 #include "sampler/interpose.h"
 #include "sampler/modules.h"
+#include "sampler/python.h"
 #include "sampler/sampler.h"
 #include "sampler/sigstack.h"
 #include "sampler/sigshare.h"
@@ -21,30 +22,46 @@
 #include <unistd.h>
 
 /*
- * Every lock of ours is taken before fork (in the writer's order: sp_g.lock,
- * modules, ranges, schedule), so that no data they guard is half-written in
- * the child. The child re-initializes them rather than unlocking: a condition
- * variable copied while the parent's writer waited on it still counts that
- * waiter, and a broadcast in the child would wait for it forever.
+ * Every lock of ours is taken before fork, in the order their holders take
+ * them (sp_g.lock, Python's, modules, ranges, schedule, the ticker's, then
+ * the descriptors' section, which the ticker's thread and a warm-up of
+ * libunwind enter with their own held: taken before them, it deadlocked a
+ * fork under --timer thread), so that no data they guard is
+ * half-written in the child. The child re-initializes them rather than
+ * unlocking: a condition variable copied while the parent's writer waited
+ * on it still counts that waiter, and a broadcast in the child would wait
+ * for it forever.
+ *
+ * The child of a multi-threaded fork must take no lock that another thread
+ * could have held, since that thread is gone: only ours are known free. The
+ * modules lock also covers every call of ours to glibc's dl_iterate_phdr
+ * (whose lock glibc 2.36 does not reset in the child) and every warm-up of
+ * libunwind (whose locks can't be reset), so none is under way at the fork;
+ * the thread that forks was warmed in the parent and is not warmed again.
+ * A fork during the program's own dlopen or dlclose may leave the loader's
+ * lock held in the child, and a module half closed: modules.c then never
+ * calls dl_iterate_phdr there, and that child is not profiled.
  */
 static void sp_fork_prepare(void)
 {
 	sp_park_atfork(0);
 	pthread_mutex_lock(&sp_g.lock);
-	sp_fds_atfork(0);
+	sp_python_atfork(0);
 	sp_modules_atfork(0);
 	sp_api_atfork(0);
 	sp_ticker_atfork(0);
+	sp_fds_atfork(0);
 	sp_share_atfork(0);
 }
 
 static void sp_fork_parent(void)
 {
 	sp_share_atfork(1);
+	sp_fds_atfork(1);
 	sp_ticker_atfork(1);
 	sp_api_atfork(1);
 	sp_modules_atfork(1);
-	sp_fds_atfork(1);
+	sp_python_atfork(1);
 	pthread_mutex_unlock(&sp_g.lock);
 	sp_park_atfork(1);
 }
@@ -53,10 +70,11 @@ static void sp_fork_parent(void)
 static void sp_fork_child(void)
 {
 	sp_share_atfork(2);
+	sp_fds_atfork(2);
 	sp_ticker_atfork(2);
 	sp_api_atfork(2);
 	sp_modules_atfork(2);
-	sp_fds_atfork(2);
+	sp_python_atfork(2);
 	pthread_mutex_init(&sp_g.lock, NULL);
 	pthread_cond_init(&sp_g.wake, NULL);
 	sp_park_atfork(2);
@@ -97,7 +115,9 @@ static void sp_fork_child(void)
 	atomic_store(&sp_g.setup_ns, 0); /* the child's profile counts its own */
 	atomic_store(&sp_g.aside_ns, 0);
 	uint64_t c0 = sp_thread_cpu_ns();
-	if (sp_writer_start() < 0) {
+	/* forked during the program's dlopen or dlclose: the loader's lock may
+	 * be held for good, and the inherited modules may hold one unmapped */
+	if (!sp_modules_loader_usable() || sp_writer_start() < 0) {
 		atomic_store(&sp_g.enabled, false);
 		return;
 	}

@@ -7,6 +7,7 @@
 
 #include <dlfcn.h>
 #include <elf.h>
+#include <link.h>
 #include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -268,12 +269,54 @@ int sp_modules_init(void)
 	return 0;
 }
 
-void sp_modules_refresh(void)
+/*
+ * Set in a fork child whose parent was inside dlopen or dlclose at the
+ * fork (a namespace's r_state not RT_CONSISTENT). Those hold glibc's
+ * dl_load_write_lock while they change the list of modules, glibc 2.36
+ * resets that lock in the child only for dl_load_lock and dl_load_tls_lock,
+ * and the thread that held it is gone: dl_iterate_phdr would wait forever.
+ * Such a child never calls glibc's dl_iterate_phdr for itself, and is not
+ * profiled (fork.c): the snapshot it inherited may hold a module that the
+ * dlclose has unmapped, whose memory the handler and the writer would read.
+ * The other callers of that lock are ours, under sp_mod_lock, which fork.c
+ * takes before a fork, and the program's own.
+ */
+static bool sp_loader_stuck;
+
+/* glibc's _r_debug, which is the first namespace's struct r_debug_extended
+ * (r_version 2) once there are several */
+extern struct r_debug_extended sp_r_debug __asm__("_r_debug");
+
+/* Whether some link namespace's list of modules is being changed. */
+static bool sp_loader_changing(void)
 {
-	pthread_mutex_lock(&sp_mod_lock);
+	const struct r_debug_extended *e = &sp_r_debug;
+	if (e->base.r_state != RT_CONSISTENT)
+		return true;
+	if (e->base.r_version < 2)
+		return false;
+	/* a bounded walk: glibc has at most 16 namespaces */
+	e = e->r_next;
+	for (int i = 0; e && i < 64; e = e->r_next, i++)
+		if (e->base.r_state != RT_CONSISTENT)
+			return true;
+	return false;
+}
+
+/* The same as sp_modules_refresh, with sp_mod_lock held. */
+static void sp_modules_refresh_locked(void)
+{
+	if (sp_loader_stuck)
+		return;
 	struct sp_modsnap *s = sp_snap_build();
 	if (s)
 		sp_snap_publish(s);
+}
+
+void sp_modules_refresh(void)
+{
+	pthread_mutex_lock(&sp_mod_lock);
+	sp_modules_refresh_locked();
 	pthread_mutex_unlock(&sp_mod_lock);
 }
 
@@ -287,11 +330,32 @@ static int sp_counters_cb(struct dl_phdr_info *info, size_t size, void *arg)
 
 void sp_modules_refresh_if_changed(void)
 {
-	unsigned long long c[2] = {0, 0};
-	sp_real_dl_iterate_phdr(sp_counters_cb, c);
-	struct sp_modsnap *s = atomic_load(&sp_snap);
-	if (!s || s->adds != c[0] || s->subs != c[1])
-		sp_modules_refresh();
+	/* under the lock, like every call of ours to glibc's dl_iterate_phdr,
+	 * so that none is under way at a fork */
+	pthread_mutex_lock(&sp_mod_lock);
+	if (!sp_loader_stuck) {
+		unsigned long long c[2] = {0, 0};
+		sp_real_dl_iterate_phdr(sp_counters_cb, c);
+		struct sp_modsnap *s = atomic_load(&sp_snap);
+		if (!s || s->adds != c[0] || s->subs != c[1])
+			sp_modules_refresh_locked();
+	}
+	pthread_mutex_unlock(&sp_mod_lock);
+}
+
+bool sp_modules_loader_usable(void)
+{
+	return !sp_loader_stuck;
+}
+
+void sp_modules_lock(void)
+{
+	pthread_mutex_lock(&sp_mod_lock);
+}
+
+void sp_modules_unlock(void)
+{
+	pthread_mutex_unlock(&sp_mod_lock);
 }
 
 /* The generation a miss last poked the writer in, plus one (0: none yet). */
@@ -314,6 +378,12 @@ void sp_modules_atfork(int phase)
 	else {
 		pthread_mutex_init(&sp_mod_lock, NULL);
 		atomic_store(&sp_miss_gen, 0); /* the parent's poke was for its writer */
+		/* a dlclose under way in the parent raised it, and that thread is
+		 * gone: the child's first rebuild (writer.h) comes before its
+		 * first sample */
+		atomic_store(&sp_g.modules_changing, 0);
+		if (sp_loader_changing())
+			sp_loader_stuck = true;
 	}
 }
 

@@ -67,8 +67,24 @@ void sp_modules_refresh_if_changed(void);
  */
 SP_SIGSAFE void sp_modules_missed(void);
 
-/* Fork hooks: 0 before fork (lock), 1 in the parent (unlock), 2 in the child (re-init). */
+/*
+ * Fork hooks: 0 before fork (lock), 1 in the parent (unlock), 2 in the
+ * child (re-init). In a child forked while a thread was inside dlopen or
+ * dlclose, glibc's dl_iterate_phdr could wait forever on a lock that
+ * thread held: the rebuilds above do nothing there.
+ */
 void sp_modules_atfork(int phase);
+
+/* false in such a child: no call of stackprof's may reach glibc's dl_iterate_phdr. */
+bool sp_modules_loader_usable(void);
+
+/*
+ * Holds the snapshot still (no rebuild publishes meanwhile), and keeps a
+ * fork out (fork.c takes the same lock first). For sp_unwind_warm, which
+ * reads it outside the handler. Not signal-safe.
+ */
+void sp_modules_lock(void);
+void sp_modules_unlock(void);
 
 /* Generation: bumped by every rebuild, read by the writer to diff the module list. */
 uint64_t sp_modules_generation(void);

@@ -373,7 +373,7 @@ static void sp_python_look(void)
 		goto out;
 	void *lib = NULL;
 	void *rt = sp_py_sym(NULL, "_PyRuntime");
-	if (!rt) {
+	if (!rt && sp_modules_loader_usable()) {
 		struct sp_libpy l = {{0}};
 		sp_real_dl_iterate_phdr(sp_find_libpython, &l);
 		if (l.path[0])
@@ -389,6 +389,16 @@ static void sp_python_look(void)
 	 * take stackprof's own rendezvous for nothing */
 out:
 	pthread_mutex_unlock(&sp_py_lock);
+}
+
+void sp_python_atfork(int phase)
+{
+	if (phase == 0)
+		pthread_mutex_lock(&sp_py_lock);
+	else if (phase == 1)
+		pthread_mutex_unlock(&sp_py_lock);
+	else
+		pthread_mutex_init(&sp_py_lock, NULL);
 }
 
 void sp_python_init(void)

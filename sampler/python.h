@@ -57,6 +57,10 @@ extern struct sp_py sp_py;
 void sp_python_init(void);
 void sp_python_refresh(void);
 
+/* Fork hooks for the lock of the two above: 0 before fork (lock), 1 in the
+ * parent (unlock), 2 in the child (re-init). */
+void sp_python_atfork(int phase);
+
 /* Gives the calling thread (slot t) what the handler needs to read its
  * Python frames, once Python frames are read. 0 or -errno. */
 int sp_python_attach(struct sp_thread *t);

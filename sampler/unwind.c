@@ -7,10 +7,13 @@
 #include "format/profile.h"
 #include "sampler/rulecache.h"
 #include "sampler/sampler.h"
+#include "sampler/signals.h"
 
 #include <dlfcn.h>
 #include <errno.h>
 #include <libunwind.h>
+#include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <ucontext.h>
 
@@ -56,20 +59,44 @@ int sp_unwind_init(void)
 	return 0;
 }
 
+/* This thread has warmed libunwind; a fork child's thread inherits it. */
+static __thread bool sp_unw_warmed SP_TLS;
+
+/*
+ * The walk reads the modules from the snapshot, as the handler's does, and
+ * never glibc's dl_iterate_phdr: glibc 2.36 does not reset that function's
+ * lock (dl_load_write_lock) in a fork child, so a thread warming while
+ * another forked left the child waiting for it forever. The snapshot is
+ * held still meanwhile, and fork.c takes the same lock before a fork: no
+ * warm is ever half done in a child, so none of libunwind's own locks is
+ * held there by a thread that is gone. Every signal but a fault waits, as
+ * in the handler: sp_in_unwind makes libunwind's sigprocmask calls no-ops,
+ * and a sample on this thread while libunwind holds a lock would wait for
+ * itself. Once per thread: the thread that forks was warmed in the parent,
+ * and the child has its copy.
+ */
 void sp_unwind_warm(void)
 {
-	if (!sp_unw.handle)
+	if (!sp_unw.handle || sp_unw_warmed)
 		return;
 	ucontext_t uc;
 	unw_cursor_t c;
 	if (getcontext(&uc) < 0)
 		return;
+	sigset_t mask = sp_handler_mask(), old;
+	pthread_sigmask(SIG_BLOCK, &mask, &old);
+	sp_modules_lock();
+	sp_in_unwind = 1;
 	/* the first call makes libunwind's memory-test pipe (fds.h) */
 	sp_fd_libunwind(1);
 	if (sp_unw.init_local2(&c, (unw_context_t *)&uc, 0) == 0)
 		for (int i = 0; i < 64 && sp_unw.step(&c) > 0; i++)
 			;
 	sp_fd_libunwind(0);
+	sp_in_unwind = 0;
+	sp_modules_unlock();
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	sp_unw_warmed = true;
 }
 
 /* Whether the bytes before ra encode a call: the test that makes a stack word a return address. */
