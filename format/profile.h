@@ -266,6 +266,9 @@ struct sp_prof_stats {
 	 * EINTR to it (a timer that signals a thread from outside can reach it
 	 * as it waits in poll, nanosleep, epoll_wait or io_uring_enter) */
 	uint64_t syscalls_cut;
+	/* signals of ours that reached a thread stackprof does not sample: one
+	 * with no slot, or a raw clone() that runs on another thread's TLS */
+	uint64_t stray_signals;
 };
 
 /* -------------------------------------------------------- profile writer */

@@ -597,6 +597,7 @@ static void sp_write_stats(struct sp_wstate *s, uint32_t flags)
 	else
 		st.writer_ns += sp_thread_cpu_ns(); /* the writer thread's, so far */
 	st.setup_ns = atomic_load(&sp_g.setup_ns);
+	st.stray_signals = atomic_load(&sp_g.stray_signals);
 	sp_prof_writer_stats(s->w, &st);
 }
 
