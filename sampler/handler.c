@@ -113,6 +113,10 @@ SP_SIGSAFE static bool sp_cut_syscall(const void *ucv)
  * would share its scratch, ring entry and flags.
  */
 static __thread int sp_capturing SP_TLS;
+/* The program's own SIGTRAP that came that way, inside a capture: it is
+ * the program's at the point the capture interrupted, after it. */
+static __thread int sp_trap_deferred SP_TLS;
+static __thread siginfo_t sp_trap_si SP_TLS;
 
 enum sp_fault_whose sp_handler_fault(const void *ucv)
 {
@@ -144,6 +148,11 @@ void sp_handler_body(int sig, siginfo_t *si, void *uc)
 	 * nothing of ours set (cancel state, errno, the busy flag): that
 	 * handler may leave by siglongjmp and never come back here */
 	if (sig == SIGTRAP && !sp_trap_is_ours(si)) {
+		if (sp_capturing && !sp_trap_deferred) {
+			sp_trap_si = *si;
+			sp_trap_deferred = 1;
+			return;
+		}
 		sp_share_forward(sig, si, uc);
 		return;
 	}
@@ -299,4 +308,10 @@ out:
 	/* before the cancel state: a cancellation pending acts in here */
 	sp_capturing = 0;
 	pthread_setcancelstate(cancel_state, NULL);
+	if (sp_trap_deferred) {
+		/* with nothing of ours set, as if it came as the capture ended */
+		siginfo_t trap = sp_trap_si;
+		sp_trap_deferred = 0;
+		sp_share_forward(SIGTRAP, &trap, uc);
+	}
 }

@@ -41,7 +41,9 @@
 SP_SIGSAFE void sp_handler(int sig, siginfo_t *si, void *uc);
 
 /* The handler itself. A capture inside a capture on one thread (see
- * sp_handler_fault) returns at once, counted as a drop. */
+ * sp_handler_fault) returns at once, counted as a drop; a SIGTRAP of the
+ * program's that comes inside a capture goes to the program as the
+ * capture ends, with nothing of ours set. */
 SP_SIGSAFE void sp_handler_body(int sig, siginfo_t *si, void *uc);
 
 /* The handler on a thread that runs on another thread's TLS (a raw clone()
