@@ -277,6 +277,9 @@ struct sp_prof_stats {
 	 * their CPU time, none of which is in the samples */
 	uint64_t threads_missed;
 	uint64_t missed_ns;
+	/* signals of ours that reached a thread stackprof does not sample: one
+	 * with no slot, or a raw clone() that runs on another thread's TLS */
+	uint64_t stray_signals;
 };
 
 /* -------------------------------------------------------- profile writer */

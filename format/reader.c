@@ -511,6 +511,8 @@ static bool sp_parse_record(struct sp_reader *r, uint8_t type, const uint8_t *da
 			s.threads_missed = sp_cursor_uleb(&c);
 		if (c.p < c.end)
 			s.missed_ns = sp_cursor_uleb(&c);
+		if (c.p < c.end)
+			s.stray_signals = sp_cursor_uleb(&c);
 		if (p->stats.timer != r->committed.stats.timer)
 			sp_stats_release(&p->stats);
 		p->stats = s;

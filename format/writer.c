@@ -339,6 +339,7 @@ int sp_prof_writer_stats(struct sp_prof_writer *w, const struct sp_prof_stats *s
 	sp_buf_put_uleb(b, s->syscalls_cut);
 	sp_buf_put_uleb(b, s->threads_missed);
 	sp_buf_put_uleb(b, s->missed_ns);
+	sp_buf_put_uleb(b, s->stray_signals);
 	return sp_prof_writer_emit(w, SP_REC_STATS);
 }
 

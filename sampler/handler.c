@@ -104,8 +104,67 @@ SP_SIGSAFE static bool sp_cut_syscall(const void *ucv)
 	return cut;
 }
 
+/*
+ * Set for the whole of a capture on this thread. The handler's mask blocks
+ * every signal but SIGSEGV and SIGBUS, yet the kernel may deliver a blocked
+ * perf SIGTRAP ahead of a fault taken in the handler (it dequeues a
+ * synchronous signal first, blocked or not, and SIGTRAP with si_code
+ * TRAP_PERF counts as one): a capture then starts inside another, and
+ * would share its scratch, ring entry and flags.
+ */
+static __thread int sp_capturing SP_TLS;
+/* The program's own SIGTRAP that came that way, inside a capture: it is
+ * the program's at the point the capture interrupted, after it. */
+static __thread int sp_trap_deferred SP_TLS;
+static __thread siginfo_t sp_trap_si SP_TLS;
+
+enum sp_fault_whose sp_handler_fault(const void *ucv)
+{
+	const ucontext_t *uc = ucv;
+	/* The kernel set up a frame for our handler and then this fault's on
+	 * top, before the handler's first instruction ran: the fault is the
+	 * interrupted code's, which runs again once the handler returns */
+	if ((uintptr_t)uc->uc_mcontext.gregs[REG_RIP] == (uintptr_t)sp_handler)
+		return SP_FAULT_AGAIN;
+	/* a thread on another's TLS (a raw clone) sees its busy flag: the
+	 * kernel's tid says whose capture it is (a rare path: faults only) */
+	struct sp_thread *t = sp_self;
+	if (sp_capturing && t && t->tid == sp_gettid())
+		return SP_FAULT_OURS;
+	return SP_FAULT_PROGRAM;
+}
+
+void sp_handler_foreign(int sig, siginfo_t *si, void *uc)
+{
+	if (sig == SIGTRAP && !sp_trap_is_ours(si))
+		sp_share_forward(sig, si, uc);
+	else
+		atomic_fetch_add_explicit(&sp_g.stray_signals, 1, memory_order_relaxed);
+}
+
 void sp_handler_body(int sig, siginfo_t *si, void *uc)
 {
+	/* The program's own SIGTRAP (sigshare.h) goes to its handler with
+	 * nothing of ours set (cancel state, errno, the busy flag): that
+	 * handler may leave by siglongjmp and never come back here */
+	if (sig == SIGTRAP && !sp_trap_is_ours(si)) {
+		if (sp_capturing && !sp_trap_deferred) {
+			sp_trap_si = *si;
+			sp_trap_deferred = 1;
+			return;
+		}
+		sp_share_forward(sig, si, uc);
+		return;
+	}
+	if (sp_capturing) {
+		/* a nested capture is dropped and counted; the next sample's
+		 * weight has its CPU time */
+		struct sp_thread *n = sp_self;
+		if (n)
+			atomic_fetch_add_explicit(&n->drops, 1, memory_order_relaxed);
+		return;
+	}
+	sp_capturing = 1;
 	int saved_errno = errno;
 	/* An asynchronous cancellation (PTHREAD_CANCEL_ASYNCHRONOUS) that lands
 	 * in here would end the thread halfway through, with its slot marked as
@@ -117,10 +176,6 @@ void sp_handler_body(int sig, siginfo_t *si, void *uc)
 	struct sp_thread *t = sp_self;
 	bool rearm = false; /* a one-shot timer (timer.h) wants its next expiry */
 
-	if (sig == SIGTRAP && !sp_trap_is_ours(si)) {
-		sp_share_forward(sig, si, uc);
-		goto out;
-	}
 	if (!t || atomic_load_explicit(&t->state, memory_order_relaxed) != SP_SLOT_LIVE) {
 		atomic_fetch_add_explicit(&sp_g.stray_signals, 1, memory_order_relaxed);
 		goto out;
@@ -250,5 +305,13 @@ out:
 	if (rearm)
 		t->timer->rearm(t, sp_g.period_ns);
 	errno = saved_errno;
+	/* before the cancel state: a cancellation pending acts in here */
+	sp_capturing = 0;
 	pthread_setcancelstate(cancel_state, NULL);
+	if (sp_trap_deferred) {
+		/* with nothing of ours set, as if it came as the capture ended */
+		siginfo_t trap = sp_trap_si;
+		sp_trap_deferred = 0;
+		sp_share_forward(SIGTRAP, &trap, uc);
+	}
 }

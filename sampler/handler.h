@@ -40,7 +40,29 @@
  * sp_handler_body. In assembly, in sigstack.c. */
 SP_SIGSAFE void sp_handler(int sig, siginfo_t *si, void *uc);
 
-/* The handler itself. */
+/* The handler itself. A capture inside a capture on one thread (see
+ * sp_handler_fault) returns at once, counted as a drop; a SIGTRAP of the
+ * program's that comes inside a capture goes to the program as the
+ * capture ends, with nothing of ours set. */
 SP_SIGSAFE void sp_handler_body(int sig, siginfo_t *si, void *uc);
+
+/* The handler on a thread that runs on another thread's TLS (a raw clone()
+ * without CLONE_SETTLS), or on one without a slot: its signal is counted
+ * as stray (a program's SIGTRAP goes to the program), touching nothing of
+ * the TLS. The entry (sigstack.c) picks it. */
+SP_SIGSAFE void sp_handler_foreign(int sig, siginfo_t *si, void *uc);
+
+/*
+ * Whose a SIGSEGV or SIGBUS raised by an instruction (not a guarded read,
+ * saferead.h) is, from its context uc:
+ * - SP_FAULT_AGAIN: the kernel delivered another signal to our handler
+ *   first, and this fault before that handler's first instruction; the
+ *   instruction that faulted runs (and faults) again after it: nothing to do.
+ * - SP_FAULT_OURS: stackprof's own code faulted, in a capture on this
+ *   thread: never the program's to handle.
+ * - SP_FAULT_PROGRAM: the program's.
+ */
+enum sp_fault_whose { SP_FAULT_PROGRAM, SP_FAULT_AGAIN, SP_FAULT_OURS };
+SP_SIGSAFE enum sp_fault_whose sp_handler_fault(const void *uc);
 
 #endif

@@ -138,7 +138,7 @@ struct sp_state {
 	/* handler/dlclose rendezvous: see modules.h */
 	_Atomic int modules_changing;
 
-	_Atomic uint64_t stray_signals;	  /* SIGPROF on a thread we don't know */
+	_Atomic uint64_t stray_signals;	  /* our signal on a thread we don't sample */
 	_Atomic uint32_t timer_fallbacks; /* threads given posix-cputimer (timer.h) */
 	_Atomic uint64_t setup_ns;	  /* CPU time of start-up and of each thread's attach */
 	_Atomic uint64_t aside_ns; /* a dlclose's module bookkeeping on the program's thread */

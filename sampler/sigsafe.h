@@ -23,8 +23,9 @@
 #define SP_SIGSAFE
 
 /* The handler's entry points: what the kernel calls (sp_handler, in
- * assembly, moves to the handler's own stack and calls sp_handler_body). */
-#define SP_SIGSAFE_ENTRY(X) X(sp_handler_body) X(sp_term_handler)
+ * assembly, moves to the handler's own stack and calls sp_handler_body, or
+ * sp_handler_foreign on a thread that runs on another's TLS). */
+#define SP_SIGSAFE_ENTRY(X) X(sp_handler_body) X(sp_handler_foreign) X(sp_term_handler)
 
 /* Reached only through function pointers (timer ops, libunwind's
  * callbacks, the guarded reads' fault handler): each is an entry point for
@@ -63,6 +64,7 @@
 	X(sp_trap_is_ours)                                                                         \
 	X(sp_share_active)                                                                         \
 	X(sp_share_forward)                                                                        \
+	X(sp_handler_fault)                                                                        \
 	X(sp_share_of)                                                                             \
 	X(sp_is_fault)                                                                             \
 	X(sp_sigstack_call_program)                                                                \

@@ -2,6 +2,7 @@
  * sigshare.c - signals shared with the program (sigshare.h).
  */
 #include "sampler/sigshare.h"
+#include "sampler/handler.h"
 #include "sampler/interpose.h"
 #include "sampler/sampler.h"
 #include "sampler/sigsafe.h"
@@ -176,9 +177,15 @@ void sp_share_forward(int sig, siginfo_t *si, void *ucv)
 	uint64_t gen;
 	struct sigaction a = sp_app_get(s, &gen);
 	bool fault = sp_is_fault(sig, si);
+	enum sp_fault_whose whose = fault ? sp_handler_fault(uc) : SP_FAULT_PROGRAM;
+	if (whose == SP_FAULT_AGAIN)
+		return; /* it comes again, where it was raised */
 	if (a.sa_handler == SIG_IGN && !fault)
 		return;
-	if (a.sa_handler == SIG_DFL || a.sa_handler == SIG_IGN) {
+	/* Our own code's fault is never handed to the program's handler, nor
+	 * taken for its own and survived: the process dies of it as of any
+	 * library's crash, with a core that shows where */
+	if (a.sa_handler == SIG_DFL || a.sa_handler == SIG_IGN || whose == SP_FAULT_OURS) {
 		/* the default action is a core dump: give it back to the kernel;
 		 * a fault happens again as this handler returns, a sent signal is
 		 * sent again and lands, unblocked, on return */

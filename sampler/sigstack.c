@@ -16,9 +16,10 @@
 /* This thread's region [lo, hi), 0 when it has none: read by the entry. */
 __attribute__((visibility("hidden"))) __thread uintptr_t sp_sigstack_lo SP_TLS;
 __attribute__((visibility("hidden"))) __thread uintptr_t sp_sigstack_hi SP_TLS;
-/* The stack pointer the handler was entered with: the kernel's frame is
- * just above it. */
-__attribute__((visibility("hidden"))) __thread uintptr_t sp_entry_sp SP_TLS;
+/* The kernel tid of the thread this TLS block belongs to, 0 when it has no
+ * slot: a thread made by a raw clone() without CLONE_SETTLS runs on
+ * another thread's TLS, and this tells it apart (the entry, below). */
+__attribute__((visibility("hidden"))) __thread int32_t sp_sigstack_tid SP_TLS;
 /* The region is this thread's alternate signal stack (the program has none). */
 static __thread int sp_altstack_ours SP_TLS;
 
@@ -40,6 +41,7 @@ static void sp_register(void)
 
 int sp_sigstack_attach(struct sp_thread *t)
 {
+	sp_sigstack_tid = t->tid; /* with or without a region */
 	if (!t->sigstack) {
 		size_t page = sp_page();
 		void *p = mmap(NULL, SP_SIGSTACK_SIZE + page, PROT_READ | PROT_WRITE,
@@ -71,6 +73,7 @@ void sp_sigstack_detach(struct sp_thread *t)
 		sp_altstack_ours = 0;
 	}
 	sp_sigstack_lo = sp_sigstack_hi = 0;
+	sp_sigstack_tid = 0;
 }
 
 size_t sp_sigstack_used(const struct sp_thread *t)
@@ -102,7 +105,10 @@ SP_EXPORT int sigaltstack(const stack_t *ss, stack_t *old)
 {
 	if (!sp_altstack_ours) {
 		int rc = sp_sys_sigaltstack(ss, old);
-		if (rc == 0 && ss && (ss->ss_flags & SS_DISABLE) && sp_sigstack_lo)
+		/* never another thread's region: the entry trusts a frame on
+		 * the region to be its owner's */
+		if (rc == 0 && ss && (ss->ss_flags & SS_DISABLE) && sp_sigstack_lo &&
+		    syscall(SYS_gettid) == sp_sigstack_tid)
 			sp_register();
 		return rc;
 	}
@@ -131,7 +137,9 @@ SP_SIGSAFE static int sp_within(uintptr_t a, uintptr_t lo, size_t len)
 void sp_sigstack_call_program(void (*fn)(int, siginfo_t *, void *), int sig, siginfo_t *si,
 			      void *uc, int onstack)
 {
-	uintptr_t entry = sp_entry_sp;
+	/* the kernel entered the handler with the stack pointer at its frame:
+	 * the return address to its restorer, then the ucontext */
+	uintptr_t entry = (uintptr_t)uc - sizeof(void *);
 	uintptr_t rsp = (uintptr_t)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RSP];
 	stack_t cur;
 	int prog_alt = !sp_altstack_ours && sp_sys_sigaltstack(NULL, &cur) == 0 &&
@@ -147,13 +155,24 @@ void sp_sigstack_call_program(void (*fn)(int, siginfo_t *, void *), int sig, sig
 	sp_call_on_stack(top, fn, sig, si, uc);
 }
 
+_Static_assert(SYS_gettid == 186, "the entry's system call number");
+
 /*
  * The handler's entry. On the region already (the kernel used it as the
  * alternate stack, or a handler of the program's running on it was
- * interrupted): go straight on. Elsewhere: keep the entry stack pointer in
- * rbp, move to the region's top, run the handler there, come back. CFI
- * describes both, so an unwinder (a forced unwind for a thread cancelled as
- * the handler returns) can walk through it.
+ * interrupted): go straight on. Only the region's thread can be there:
+ * the kernel gives a clone(CLONE_VM) no alternate stack, and sigaltstack()
+ * never registers another thread's region. Elsewhere, the TLS may be
+ * another thread's (a raw clone() without CLONE_SETTLS shares its
+ * creator's, slot and region with it): the kernel's tid tells, at the cost
+ * of a system call that a thread with the region as its alternate stack
+ * (the usual case) never pays. Not the TLS's thread: sp_handler_foreign,
+ * on the stack the kernel chose, touching nothing of the TLS. Its own:
+ * keep the entry stack pointer in rbp, move to the region's top (none: stay),
+ * run the handler there, come back. CFI describes both, so an unwinder (a
+ * forced unwind for a thread cancelled as the handler returns) can walk
+ * through it. rdi, rsi and rdx (the handler's arguments) survive the
+ * syscall, which clobbers rax, rcx and r11 only.
  */
 __asm__(".text\n"
 	".globl sp_handler\n"
@@ -161,19 +180,26 @@ __asm__(".text\n"
 	".type sp_handler, @function\n"
 	"sp_handler:\n"
 	"	.cfi_startproc\n"
-	"	movq sp_entry_sp@gottpoff(%rip), %rax\n"
-	"	movq %rsp, %fs:(%rax)\n"
+	"	movq sp_sigstack_hi@gottpoff(%rip), %rax\n"
+	"	movq %fs:(%rax), %rax\n"
+	"	testq %rax, %rax\n"
+	"	jz 3f\n"
+	"	movq sp_sigstack_lo@gottpoff(%rip), %rcx\n"
+	"	movq %fs:(%rcx), %rcx\n"
+	"	cmpq %rcx, %rsp\n"
+	"	jb 3f\n"
+	"	cmpq %rax, %rsp\n"
+	"	jb 1f\n"
+	"3:	movl $186, %eax\n" /* SYS_gettid */
+	"	syscall\n"
+	"	movq sp_sigstack_tid@gottpoff(%rip), %rcx\n"
+	"	cmpl %fs:(%rcx), %eax\n"
+	"	jne sp_handler_foreign\n"
 	"	movq sp_sigstack_hi@gottpoff(%rip), %rax\n"
 	"	movq %fs:(%rax), %rax\n"
 	"	testq %rax, %rax\n"
 	"	jz 1f\n"
-	"	movq sp_sigstack_lo@gottpoff(%rip), %rcx\n"
-	"	movq %fs:(%rcx), %rcx\n"
-	"	cmpq %rcx, %rsp\n"
-	"	jb 2f\n"
-	"	cmpq %rax, %rsp\n"
-	"	jb 1f\n"
-	"2:	pushq %rbp\n"
+	"	pushq %rbp\n"
 	"	.cfi_adjust_cfa_offset 8\n"
 	"	.cfi_rel_offset %rbp, 0\n"
 	"	movq %rsp, %rbp\n"

@@ -632,6 +632,7 @@ static void sp_write_stats(struct sp_wstate *s, uint32_t flags)
 	st.threads_missed = atomic_load(&sp_g.threads_missed);
 	if (st.threads_missed)
 		st.missed_ns = sp_thread_missed_ns();
+	st.stray_signals = atomic_load(&sp_g.stray_signals);
 	sp_prof_writer_stats(s->w, &st);
 }
 

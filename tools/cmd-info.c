@@ -158,6 +158,12 @@ static void sp_info_print(FILE *f, const char *path, const struct sp_profile *p,
 			"samples\n",
 			(unsigned long long)st->threads_missed, missed);
 	}
+	if (st->stray_signals)
+		fprintf(
+		    f,
+		    "stray:       %llu signals came to threads stackprof does not sample (not set "
+		    "up yet, or made by a raw clone() on another thread's TLS)\n",
+		    (unsigned long long)st->stray_signals);
 	uint64_t frames = st->unwind_fast + st->unwind_slow;
 	if (frames)
 		fprintf(f,
