@@ -96,7 +96,7 @@ static void sp_fork_child(void)
 	atomic_store(&sp_g.setup_ns, 0); /* the child's profile counts its own */
 	atomic_store(&sp_g.aside_ns, 0);
 	uint64_t c0 = sp_thread_cpu_ns();
-	if (sp_writer_start() < 0) {
+	if (sp_call_aside(sp_writer_start) < 0) { /* its stack: thread.h */
 		atomic_store(&sp_g.enabled, false);
 		return;
 	}
