@@ -86,7 +86,8 @@ static bool sp_maybe_in_handler(void)
 static void sp_before_exit_call(void)
 {
 	int e = errno;
-	if (!sp_maybe_in_handler())
+	/* nothing to finish: no system call either (a seccomp filter, seccomp.c) */
+	if (atomic_load(&sp_g.enabled) && !sp_maybe_in_handler())
 		sp_finish_aside(0, false);
 	errno = e;
 }

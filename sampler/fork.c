@@ -117,7 +117,8 @@ static void sp_fork_child(void)
 	uint64_t c0 = sp_thread_cpu_ns();
 	/* forked during the program's dlopen or dlclose: the loader's lock may
 	 * be held for good, and the inherited modules may hold one unmapped */
-	if (!sp_modules_loader_usable() || sp_writer_start() < 0) {
+	if (!sp_modules_loader_usable() ||
+	    sp_call_aside(sp_writer_start) < 0) { /* its stack: thread.h */
 		atomic_store(&sp_g.enabled, false);
 		return;
 	}

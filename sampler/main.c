@@ -10,6 +10,7 @@
 #include "sampler/fork.h"
 #include "sampler/interpose.h"
 #include "sampler/modules.h"
+#include "sampler/procstat.h"
 #include "sampler/python.h"
 #include "sampler/sampler.h"
 #include "sampler/signals.h"
@@ -21,8 +22,11 @@
 #include "sampler/unwind.h"
 #include "sampler/writer.h"
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
@@ -80,7 +84,7 @@ __attribute__((constructor)) static void sp_init(void)
 		return;
 	}
 	atomic_store(&sp_g.enabled, true);
-	if (sp_writer_start() < 0) {
+	if (sp_call_aside(sp_writer_start) < 0) { /* its stack: thread.h */
 		atomic_store(&sp_g.enabled, false);
 		return;
 	}
@@ -142,6 +146,85 @@ void sp_finish_aside(int sig, bool here)
 		sp_join_quiet(t, 0);
 	else if (here)
 		sp_finish(sig);
+}
+
+/*
+ * The program's threads alive now (the caller too, if it is one): the
+ * process's threads less stackprof's own, less the leader if it has
+ * exited (it stays a zombie, counted, until the last thread goes). leader
+ * gets what the leader's task says. -1 if unknown.
+ */
+static long sp_program_threads(struct sp_task_stat *leader)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)sp_g.pid);
+	if (sp_read_small(path, buf, sizeof(buf)) <= 0 || sp_procstat_task(buf, leader) < 0)
+		return -1;
+	long n = leader->threads - atomic_load(&sp_g.own_threads);
+	return leader->state == 'Z' || leader->state == 'X' ? n - 1 : n;
+}
+
+void sp_finish_if_last(void)
+{
+	if (!atomic_load(&sp_g.enabled) || atomic_load(&sp_g.stopping) || getpid() != sp_g.pid)
+		return;
+	struct sp_task_stat leader;
+	if (sp_program_threads(&leader) == 1)
+		sp_finish_aside(0, true);
+}
+
+/*
+ * The last of stackprof's threads, once no program thread is left: it
+ * finishes the profile (joining the writer and the ticker), then ends the
+ * process as the kernel would have. If every program thread left through
+ * glibc (pthread_exit, or a return from its start routine), glibc's count
+ * of threads is down to this one, and returning makes glibc call exit(0),
+ * as the last program thread's exit would have: atexit handlers and
+ * stdio's flush run. Otherwise a thread left by the raw system call, and
+ * this one does too, with the leader's status (the kernel gives the
+ * process the status of its last thread to exit: the one of a program
+ * thread that left after the leader is not known, and the leader's is
+ * taken for it); a leader killed alone (SIGKILL: strict seccomp) kills the
+ * process with that signal.
+ */
+static void *sp_orphan_main(void *arg)
+{
+	(void)arg;
+	prctl(PR_SET_NAME, "stackprof-fin", 0, 0, 0);
+	sp_log("no thread of the program is left: the profile is finished, and the process ends");
+	sp_finish(0);
+	const int *nthreads = dlsym(RTLD_DEFAULT, "__nptl_nthreads");
+	if (nthreads && atomic_load((_Atomic int *)nthreads) == 1)
+		return NULL;
+	struct sp_task_stat leader = {0, 0, 0};
+	sp_program_threads(&leader);
+	if (leader.exit_code & 0x7f)
+		syscall(SYS_tgkill, sp_g.pid, sp_gettid(), leader.exit_code & 0x7f);
+	for (;;)
+		syscall(SYS_exit, (leader.exit_code >> 8) & 0xff);
+}
+
+bool sp_orphan_check(void)
+{
+	/* seen twice in a row, a pass apart: no thread of ours was starting
+	 * (counted before it shows in /proc) at either reading */
+	static pid_t seen;
+	struct sp_task_stat leader;
+	bool spawning = sp_spawn_busy();
+	long n = sp_program_threads(&leader);
+	if (spawning || sp_spawn_busy() || n != 0) {
+		seen = 0;
+		return false;
+	}
+	if (seen != sp_g.pid) {
+		seen = sp_g.pid;
+		return false;
+	}
+	pthread_t t;
+	if (sp_spawn_quiet(&t, sp_orphan_main, NULL) != 0)
+		return false;
+	pthread_detach(t);
+	return true;
 }
 
 __attribute__((destructor)) static void sp_fini(void)

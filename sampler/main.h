@@ -28,4 +28,21 @@ void sp_finish(int sig);
  */
 void sp_finish_aside(int sig, bool here);
 
+/*
+ * On a program thread that is leaving (its TLS destructors run): if it is
+ * the program's last thread, the profile is finished and stackprof's own
+ * threads are joined now, so that glibc sees the last thread go and calls
+ * exit(0) as it would without stackprof (atexit handlers, stdio's flush).
+ * Reads /proc; not for the handler.
+ */
+void sp_finish_if_last(void);
+
+/*
+ * The writer's watchdog, once a pass: when the program has no thread left
+ * (its last one left by raw SYS_exit, was killed alone, or two left at
+ * once), starts a thread that finishes the profile and ends the process
+ * (see main.c). True when it did; the writer is then told to stop.
+ */
+bool sp_orphan_check(void);
+
 #endif

@@ -77,3 +77,30 @@ size_t sp_procstat_fix(char *buf, size_t len, size_t cap, enum sp_procfile kind,
 	n = n - ours < 1 ? 1 : n - ours;
 	return sp_put_count(buf, len, cap, at, (size_t)(end - buf), n);
 }
+
+int sp_procstat_task(const char *text, struct sp_task_stat *out)
+{
+	const char *p = strrchr(text, ')');
+	if (!p || p[1] != ' ' || !p[2])
+		return -1;
+	out->state = p[2];
+	out->threads = 0;
+	out->exit_code = 0;
+	p++; /* each field comes after one space, from 3 (the state) on */
+	for (int field = 3; field <= 52; field++) {
+		if (field == 20 || field == 52) {
+			char *end;
+			long v = strtol(p + 1, &end, 10);
+			if (end == p + 1)
+				return field == 52 ? 0 : -1;
+			if (field == 20)
+				out->threads = v;
+			else
+				out->exit_code = (int)v;
+		}
+		p = strchr(p + 1, ' ');
+		if (!p)
+			return field >= 20 ? 0 : -1;
+	}
+	return out->threads > 0 ? 0 : -1;
+}

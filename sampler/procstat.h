@@ -26,4 +26,19 @@ enum sp_procfile sp_procfile_of(const char *path, int pid);
  */
 size_t sp_procstat_fix(char *buf, size_t len, size_t cap, enum sp_procfile kind, int ours);
 
+/*
+ * What /proc/PID/task/TID/stat says of one task (a cheap read: unlike the
+ * process's stat, it sums no other thread's times): its state letter ('Z'
+ * for a thread-group leader that has exited while other threads run), the
+ * process's thread count (field 20, which counts such a leader), and the
+ * task's exit status in waitpid's form (field 52, Linux 3.5+; 0 if absent).
+ * 0, or -1 if the text is not as expected.
+ */
+struct sp_task_stat {
+	char state;
+	long threads;
+	int exit_code;
+};
+int sp_procstat_task(const char *text, struct sp_task_stat *out);
+
 #endif

@@ -28,6 +28,7 @@
 #include "sampler/config.h"
 #include "sampler/fds.h"
 #include "sampler/ring.h"
+#include "sampler/seccomp.h" /* syscall() is stackprof's own (seccomp.h) */
 
 #define SP_EXPORT __attribute__((visibility("default")))
 #define SP_TLS	  __attribute__((tls_model("initial-exec")))

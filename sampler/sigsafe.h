@@ -61,6 +61,7 @@
 	X(sp_fd_libunwind)                                                                         \
 	X(sp_thread_cpu_ns)                                                                        \
 	X(sp_gettid)                                                                               \
+	X(sp_syscall)                                                                              \
 	X(sp_trap_is_ours)                                                                         \
 	X(sp_share_active)                                                                         \
 	X(sp_share_forward)                                                                        \

@@ -1,5 +1,6 @@
 #include "sampler/thread.h"
 #include "sampler/handler.h"
+#include "sampler/main.h"
 #include "sampler/writer.h"
 #include "sampler/python.h"
 #include "sampler/sampler.h"
@@ -24,6 +25,10 @@ static pthread_key_t sp_thread_key;
 
 static int (*sp_real_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
 				     void *);
+
+/* Program threads with a live slot: while one is left, a thread that
+ * leaves is not the last, and needs no look at /proc. */
+static _Atomic int sp_live_threads;
 
 /*
  * The slots threads may claim: STACKPROF_MAX_THREADS, and no more than the
@@ -165,14 +170,21 @@ void sp_thread_atfork_child(void)
 	sp_missed_last_ns = 0;
 	atomic_store(&sp_g.threads_missed, 0);
 	atomic_store(&sp_g.slot_hint, 0);
+	atomic_store(&sp_live_threads, 0); /* the fork child attaches its one thread again */
 }
 
 static void sp_thread_key_dtor(void *arg)
 {
-	if (arg == &sp_missed_mark)
+	if (arg == &sp_missed_mark) {
 		sp_missed_exit();
-	else
-		sp_thread_detach();
+		return;
+	}
+	bool live = sp_self != NULL;
+	sp_thread_detach();
+	/* the last program thread to leave through glibc: main's
+	 * pthread_exit, or a thread's return or pthread_exit */
+	if (live && atomic_fetch_sub(&sp_live_threads, 1) == 1)
+		sp_finish_if_last();
 }
 
 unsigned sp_thread_key_id(void)
@@ -365,6 +377,7 @@ int sp_thread_attach(const char *py_name)
 	atomic_store(&t->cpu_last, sp_thread_cpu_ns());
 	sp_self = t;
 	atomic_store(&t->state, SP_SLOT_LIVE);
+	atomic_fetch_add(&sp_live_threads, 1);
 	pthread_setspecific(sp_thread_key, t);
 	/* Threads often start with every signal blocked (xz, thread pools that
 	 * leave async signals to the main thread); the mask is inherited from the
@@ -391,11 +404,26 @@ void sp_thread_forget_stacks(struct sp_thread *t)
 		memset(t->known, 0, SP_KNOWN_SLOTS * sizeof(uint64_t));
 }
 
+/* Set once a seccomp filter or strict mode is coming (seccomp.c): a
+ * thread that leaves then makes no system call of ours. */
+static _Atomic bool sp_sealed;
+
+void sp_thread_seal(void)
+{
+	atomic_store(&sp_sealed, true);
+}
+
 void sp_thread_detach(void)
 {
 	struct sp_thread *t = sp_self;
 	if (!t)
 		return;
+	if (atomic_load(&sp_sealed)) {
+		/* its timer is stopped and the writer gone; the timer and the
+		 * slot are left as they are, never used again */
+		sp_self = NULL;
+		return;
+	}
 	sigset_t set, old;
 	sigemptyset(&set);
 	sigaddset(&set, t->timer->signo);
@@ -474,6 +502,14 @@ void sp_join_quiet(pthread_t thread, pid_t tid)
 	atomic_fetch_sub(&sp_g.own_threads, 1);
 }
 
+/* stackprof's threads starting now: counted in own_threads, not yet in /proc */
+static _Atomic int sp_spawning;
+
+bool sp_spawn_busy(void)
+{
+	return atomic_load(&sp_spawning) != 0;
+}
+
 int sp_spawn_quiet(pthread_t *thread, void *(*fn)(void *), void *arg)
 {
 	if (!sp_real_pthread_create)
@@ -485,13 +521,45 @@ int sp_spawn_quiet(pthread_t *thread, void *(*fn)(void *), void *arg)
 	if (rc)
 		return rc;
 	rc = pthread_attr_setsigmask_np(&attr, &all);
+	/* sizes of our own, never the default: that follows RLIMIT_STACK
+	 * (`ulimit -s 32` made every thread of ours 32 KiB) and the program's
+	 * pthread_setattr_default_np (thread.h) */
+	if (!rc)
+		rc = pthread_attr_setstacksize(&attr, SP_OWN_STACK);
+	if (!rc)
+		rc = pthread_attr_setguardsize(&attr, SP_OWN_GUARD);
 	/* counted before it runs: /proc's count of the program's threads
 	 * leaves it out from its start (procstat.h) */
+	atomic_fetch_add(&sp_spawning, 1);
 	atomic_fetch_add(&sp_g.own_threads, 1);
 	if (!rc)
 		rc = sp_real_pthread_create(thread, &attr, fn, arg);
 	if (rc)
 		atomic_fetch_sub(&sp_g.own_threads, 1);
+	atomic_fetch_sub(&sp_spawning, 1);
 	pthread_attr_destroy(&attr);
 	return rc;
+}
+
+struct sp_aside {
+	int (*fn)(void);
+	int rc;
+};
+
+static void *sp_aside_main(void *p)
+{
+	struct sp_aside *a = p;
+	prctl(PR_SET_NAME, "stackprof-aside", 0, 0, 0);
+	a->rc = a->fn();
+	return NULL;
+}
+
+int sp_call_aside(int (*fn)(void))
+{
+	struct sp_aside a = {fn, 0};
+	pthread_t t;
+	if (sp_spawn_quiet(&t, sp_aside_main, &a) != 0)
+		return fn();
+	sp_join_quiet(t, 0);
+	return a.rc;
 }

@@ -18,6 +18,7 @@
 #define SP_SAMPLER_THREAD_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -62,6 +63,10 @@ uint64_t sp_thread_missed_ns(void);
  * slot hint start again (the child's only thread takes a slot). */
 void sp_thread_atfork_child(void);
 
+/* From now on, a thread that leaves makes no system call of ours: a
+ * seccomp filter may be about to forbid them (seccomp.c). */
+void sp_thread_seal(void);
+
 /* Empties t's table of the stacks it sent whole (handler.h), so that its
  * next samples send them whole again: a slot's new thread starts with an
  * empty one (a fork child's writer never saw the parent's stacks). */
@@ -73,6 +78,28 @@ void sp_thread_forget_stacks(struct sp_thread *t);
  * never touched. 0 or errno.
  */
 int sp_spawn_quiet(pthread_t *thread, void *(*fn)(void *), void *arg);
+
+/*
+ * The stack of each of stackprof's threads, whatever RLIMIT_STACK and
+ * pthread_setattr_default_np say: the deepest of them, the final flush,
+ * needs 83 KiB of stackprof's own frames (docs/SAMPLER.md, "Stacks"); the
+ * rest is a margin for zlib's and libc's. Only the pages touched are ever
+ * backed. The guard is wider than the largest frame of ours (64 KiB in
+ * sp_jit_sync), so that no overflow can step over it.
+ */
+#define SP_OWN_STACK (256u * 1024)
+#define SP_OWN_GUARD (68u * 1024)
+
+/* Whether a thread of ours is being started: it is in own_threads already
+ * but may not be in /proc yet. */
+bool sp_spawn_busy(void);
+
+/*
+ * Runs fn on a thread of stackprof's own and waits for it; on the calling
+ * thread if that can't start. Work that needs more stack than a program's
+ * thread may have (its budget: docs/SAMPLER.md) goes there. fn's result.
+ */
+int sp_call_aside(int (*fn)(void));
 
 /*
  * Joins such a thread and waits until the kernel has removed its task too

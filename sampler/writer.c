@@ -7,6 +7,7 @@
 #include "format/manifest.h"
 #include "sampler/fds.h"
 #include "sampler/handler.h"
+#include "sampler/main.h"
 #include "sampler/modules.h"
 #include "format/profile.h"
 #include "sampler/pystack.h"
@@ -930,6 +931,9 @@ static void *sp_writer_main(void *arg)
 		} else {
 			sp_drain_all(s, SP_NAMES_NONE);
 		}
+		/* no program thread left (main.h): a thread of ours finishes */
+		if (sp_orphan_check())
+			break;
 	}
 	s->cpu_done_ns += sp_thread_cpu_ns();
 	pthread_mutex_unlock(&sp_g.lock);

@@ -63,5 +63,24 @@ int main(void)
 		      "Name:\tThreads: 5\nThreads:\t2\n"));
 	CHECK(!strcmp(fixed("Name:\tx\n", SP_PROC_STATUS, 1, 512), ""));
 	CHECK(!strcmp(fixed(status, SP_PROC_OTHER, 1, 512), ""));
+
+	/* one task's stat: the state, field 20 and field 52 (the exit status) */
+	struct sp_task_stat ts;
+	char task[1024];
+	int n = snprintf(task, sizeof(task), "42 (a) b) Z");
+	for (int f = 4; f <= 52; f++)
+		n += snprintf(task + n, sizeof(task) - (size_t)n, " %d",
+			      f == 20	? 3
+			      : f == 52 ? 1280
+					: 0);
+	snprintf(task + n, sizeof(task) - (size_t)n, "\n");
+	CHECK(sp_procstat_task(task, &ts) == 0 && ts.state == 'Z' && ts.threads == 3 &&
+	      ts.exit_code == 1280);
+	/* an older kernel's, without field 52 */
+	snprintf(task, sizeof(task), "42 (x) R%s7 0 1\n", tail + 2);
+	CHECK(sp_procstat_task(task, &ts) == 0 && ts.state == 'R' && ts.threads == 7 &&
+	      ts.exit_code == 0);
+	CHECK(sp_procstat_task("42 (x) S 1 2 3\n", &ts) < 0);
+	CHECK(sp_procstat_task("42 x S 1 2 3\n", &ts) < 0);
 	return check_exit("test-procstat");
 }
