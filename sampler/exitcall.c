@@ -107,7 +107,11 @@ static _Atomic pid_t sp_exit_ran;
 
 static void sp_exit_seen(void)
 {
-	atomic_store(&sp_exit_ran, getpid());
+	/* only while sampling is set up: after a normal exit's finish there is
+	 * nothing to learn, and after a seccomp filter's even getpid() may be
+	 * forbidden (a vfork child's exit finds it still set: its parent's) */
+	if (atomic_load(&sp_g.enabled))
+		atomic_store(&sp_exit_ran, getpid());
 }
 
 __attribute__((constructor)) static void sp_exitcall_init(void)
@@ -152,7 +156,7 @@ __attribute__((constructor)) static void sp_exitcall_init(void)
 static bool sp_exit_lost(void)
 {
 	pid_t ran = atomic_load(&sp_exit_ran);
-	return ran != 0 && ran != sp_g.pid && getpid() == sp_g.pid && atomic_load(&sp_g.enabled);
+	return atomic_load(&sp_g.enabled) && ran != 0 && ran != sp_g.pid && getpid() == sp_g.pid;
 }
 
 /* This thread's list of thread_local destructors holds sp_exit_tls. */
@@ -178,7 +182,7 @@ __attribute__((visibility("hidden"))) void sp_vfork_parent(void);
 __attribute__((visibility("hidden"))) void sp_vfork_parent(void)
 {
 	int e = errno;
-	if (!sp_tls_armed && sp_gettid() == getpid() && sp_exit_lost() &&
+	if (!sp_tls_armed && sp_exit_lost() && sp_gettid() == getpid() &&
 	    __cxa_thread_atexit_impl(sp_exit_tls, NULL, &__dso_handle) == 0)
 		sp_tls_armed = true;
 	errno = e;
