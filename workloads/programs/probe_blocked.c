@@ -15,7 +15,7 @@
  *       them, or none within 10 s, is a failure (exit 1).
  *   probe_blocked ppoll N
  *       The ppoll/pselect idiom: every signal blocked but during the wait.
- *       N rounds of ~1 ms of work and a 1 ms ppoll, then N with pselect;
+ *       N rounds of 0.5 ms of work and a 1 ms ppoll, then N with pselect;
  *       prints how many waits ended with EINTR (alone: 0).
  *   probe_blocked exec
  *       Blocks SIGTRAP and SIGPROF and execs itself as `report`, which
@@ -87,7 +87,7 @@ static const char *code_name(int code)
 
 static void *worker(void *arg)
 {
-	spin(0.05);
+	spin(0.03);
 	if (arg)
 		kill(getpid(), SIGUSR1); /* process-directed: only the main thread waits for it */
 	return NULL;
@@ -129,7 +129,7 @@ static int mode_wait(void)
 	pthread_t w[2];
 	siginfo_t si;
 
-	spin(0.1); /* samples while every signal is blocked */
+	spin(0.05); /* samples while every signal is blocked */
 	start_workers(w);
 	int sig = sigtimedwait(&all, &si, &tmo);
 	got("sigtimedwait", sig, sig > 0 ? si.si_code : 0, SIGUSR1);
@@ -181,7 +181,7 @@ static int mode_ppoll(int n)
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	int cut = 0;
 	for (int i = 0; i < n; i++) {
-		spin(0.001);
+		spin(0.0005);
 		struct timespec ts = {0, 1000000};
 		if (ppoll(NULL, 0, &ts, &none) < 0 && errno == EINTR)
 			cut++;
@@ -189,7 +189,7 @@ static int mode_ppoll(int n)
 	printf("ppoll: %d of %d waits cut short\n", cut, n);
 	cut = 0;
 	for (int i = 0; i < n; i++) {
-		spin(0.001);
+		spin(0.0005);
 		struct timespec ts = {0, 1000000};
 		if (pselect(0, NULL, NULL, NULL, &ts, &none) < 0 && errno == EINTR)
 			cut++;
