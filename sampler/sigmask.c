@@ -275,6 +275,7 @@ static __typeof__(&signalfd) sp_real_signalfd;
 static __typeof__(&ppoll) sp_real_ppoll;
 static __typeof__(&pselect) sp_real_pselect;
 static __typeof__(&epoll_pwait) sp_real_epoll_pwait;
+static __typeof__(&epoll_pwait2) sp_real_epoll_pwait2;
 static __typeof__(&sigsuspend) sp_real_sigsuspend;
 
 /* Before any other constructor of this library: these may be called from
@@ -286,6 +287,7 @@ __attribute__((constructor(101))) static void sp_sigmask_resolve(void)
 	sp_real_ppoll = SP_REAL(ppoll);
 	sp_real_pselect = SP_REAL(pselect);
 	sp_real_epoll_pwait = SP_REAL(epoll_pwait);
+	sp_real_epoll_pwait2 = SP_REAL(epoll_pwait2);
 	sp_real_sigsuspend = SP_REAL(sigsuspend);
 }
 
@@ -326,6 +328,19 @@ static int sp_wait_other(const sigset_t *set, siginfo_t *info, const struct time
 	return sig;
 }
 
+/* Whether a wait for set leaves no signal open that could run a handler
+ * (glibc's own two aside): every signal blocked, every one waited for. */
+static bool sp_wait_all(const sigset_t *set)
+{
+	sigset_t r;
+	sp_real_mask(&r);
+	for (int n = 1; n < NSIG; n++)
+		if (n != SIGKILL && n != SIGSTOP && n != SP_SIGCANCEL && n != SP_SIGSETXID &&
+		    sigismember(set, n) != 1 && sigismember(&r, n) != 1)
+			return false;
+	return true;
+}
+
 /*
  * sigtimedwait that never returns a signal of the timer's: one that is
  * taken (its signal blocked for real meanwhile, or in the wait's set while
@@ -340,11 +355,17 @@ static int sp_wait(const sigset_t *set, siginfo_t *info, const struct timespec *
 	struct timespec left;
 	if (tmo)
 		left = *tmo;
+	bool no_handler = sp_wait_all(set);
 	for (;;) {
 		siginfo_t si;
 		int sig = real(set, &si, tmo ? &left : NULL);
-		if (sig > 0 && sp_bit(sig) && sp_timer_sent(sp_self, sig, &si)) {
+		bool again = sig > 0 && sp_bit(sig) && sp_timer_sent(sp_self, sig, &si);
+		if (again)
 			sp_timer_taken(sp_self);
+		/* woken for a process-directed sample (itimer-prof) that another
+		 * thread took first: EINTR, though no handler can have run */
+		again |= sig < 0 && errno == EINTR && no_handler;
+		if (again) {
 			if (tmo) {
 				uint64_t now = sp_now_ns();
 				if (now >= end) {
@@ -455,6 +476,16 @@ SP_EXPORT int pselect(int n, fd_set *r, fd_set *wr, fd_set *ex, const struct tim
 SP_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int tmo, const sigset_t *mask)
 {
 	__typeof__(&epoll_pwait) real = SP_REAL_ONCE(epoll_pwait);
+	struct sp_waitmask w;
+	int rc = real(epfd, ev, max, tmo, sp_wait_enter(&w, mask));
+	sp_wait_leave(&w);
+	return rc;
+}
+
+SP_EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max, const struct timespec *tmo,
+			   const sigset_t *mask)
+{
+	__typeof__(&epoll_pwait2) real = SP_REAL_ONCE(epoll_pwait2);
 	struct sp_waitmask w;
 	int rc = real(epfd, ev, max, tmo, sp_wait_enter(&w, mask));
 	sp_wait_leave(&w);

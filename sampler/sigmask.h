@@ -24,7 +24,7 @@
  *   that got there anyway (a mask set by raw system call, or a signal's
  *   handler's sa_mask) and wait on for the time left; a signalfd never
  *   holds the timer's signal;
- * - a wait with a mask of its own (ppoll, pselect, epoll_pwait, sigsuspend)
+ * - a wait with a mask of its own (ppoll, pselect, epoll_pwait(2), sigsuspend)
  *   has the timer's signal blocked during the wait, unless the program has
  *   a handler of its own for it: a sample never ends a wait.
  *

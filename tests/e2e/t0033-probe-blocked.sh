@@ -7,8 +7,8 @@
 #   program's own SIGTRAP and SIGPROF, raised while blocked, stay pending
 #   for it and come out of its wait. (Before: the waits returned
 #   stackprof's SIGTRAP or SIGPROF, with every timer.)
-# - The ppoll and pselect idiom (every signal blocked but during the wait):
-#   no wait cut short, 200 of each, as alone. (Before: 20 of 200 at
+# - The ppoll, pselect and epoll_pwait idiom (every signal blocked but
+#   during the wait): no wait cut short, 200 of each, as alone. (Before: 20 of 200 at
 #   100 Hz, 200 of 200 at 4 kHz, on the default timer.)
 # - SIGTRAP and SIGPROF blocked across exec: sigprocmask and
 #   pthread_sigmask report them blocked, on the main thread and on a new
@@ -57,7 +57,7 @@ alone wait "$P" wait
 alone ppoll "$P" ppoll 200
 alone exec "$P" exec
 check "alone: the probe gets the signals it waits for" [ "$(cat wait.plain.rc)" -eq 0 ]
-check "alone: no wait is cut short" [ "$(grep -c ' 0 of 200' ppoll.plain)" -eq 2 ]
+check "alone: no wait is cut short" [ "$(grep -c ' 0 of 200' ppoll.plain)" -eq 3 ]
 check "alone: the blocked signals are inherited across exec" [ "$(cat exec.plain.rc)" -eq 0 ]
 
 for rate in 100 4000; do
@@ -67,7 +67,10 @@ for rate in 100 4000; do
 		same_as wait "wait-$t" "$P" wait
 		check "$t: every signal blocked: sigtimedwait, sigwaitinfo, sigwait and signalfd get the worker's SIGUSR1, and the program's own SIGTRAP and SIGPROF wait for it" [ $? -eq 0 ]
 		same_as ppoll "ppoll-$t" "$P" ppoll 200
-		check "$t: ppoll and pselect with every signal blocked but during the wait: none cut short" [ $? -eq 0 ]
+		check "$t: ppoll, pselect and epoll_pwait with every signal blocked but during the wait: none cut short" [ $? -eq 0 ]
+		"$SP" info --no-symbols "ppoll-$t.prof" >"ppoll-$t.info" 2>&1
+		check "$t: and the profile counts no wait cut short (syscalls_cut)" \
+			eval "! grep -q '^eintr: *[1-9]' ppoll-$t.info"
 		same_as exec "exec-$t" "$P" exec
 		check "$t: SIGTRAP and SIGPROF blocked across exec are reported blocked" [ $? -eq 0 ]
 		check "$t: the exec'ed image is sampled while its mask blocks the timer's signal" \

@@ -15,8 +15,9 @@
  *       them, or none within 10 s, is a failure (exit 1).
  *   probe_blocked ppoll N
  *       The ppoll/pselect idiom: every signal blocked but during the wait.
- *       N rounds of 0.5 ms of work and a 1 ms ppoll, then N with pselect;
- *       prints how many waits ended with EINTR (alone: 0).
+ *       N rounds of 0.5 ms of work and a 1 ms ppoll, then N with pselect,
+ *       then N with epoll_pwait; prints how many waits of each ended with
+ *       EINTR (alone: 0).
  *   probe_blocked exec
  *       Blocks SIGTRAP and SIGPROF and execs itself as `report`, which
  *       prints what sigprocmask and pthread_sigmask say of them on the
@@ -31,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/signalfd.h>
 #include <time.h>
@@ -195,6 +197,16 @@ static int mode_ppoll(int n)
 			cut++;
 	}
 	printf("pselect: %d of %d waits cut short\n", cut, n);
+	cut = 0;
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	for (int i = 0; i < n; i++) {
+		spin(0.0005);
+		struct epoll_event ev;
+		if (epoll_pwait(ep, &ev, 1, 1, &none) < 0 && errno == EINTR)
+			cut++;
+	}
+	close(ep);
+	printf("epoll_pwait: %d of %d waits cut short\n", cut, n);
 	return 0;
 }
 
