@@ -37,10 +37,18 @@ SP_SIGSAFE static unsigned sp_bit(int sig)
 	return sig == SIGTRAP ? 1u : sig == SIGPROF ? 2u : 0u;
 }
 
-/* Per thread: which of them the program's view blocks, and which are
- * blocked for real because a signal of the program's waits for it. */
+/* Per thread: which of them the program's view blocks; which hold a
+ * signal of the program's own, sent while the view blocked it (its siginfo
+ * in sp_held_info); and which are blocked for real meanwhile. */
 static __thread unsigned sp_view SP_TLS;
 static __thread unsigned sp_held SP_TLS;
+static __thread unsigned sp_held_real SP_TLS;
+static __thread siginfo_t sp_held_info[SP_N_TRACKED] SP_TLS;
+
+SP_SIGSAFE static int sp_idx(int sig)
+{
+	return sig == SIGTRAP ? 0 : 1;
+}
 /* those exec blocked for the new image, opened again if it fails */
 static __thread unsigned sp_exec_blocked SP_TLS;
 
@@ -117,15 +125,14 @@ int sp_mask_program(int how, const sigset_t *set, sigset_t *old)
 		}
 		/* the view first: a held signal the program opens is delivered
 		 * as the call returns, and must find it open */
-		unsigned held = sp_held;
 		sp_view = nv;
-		sp_held &= nv;
 		int err = sp_sigmask_own(how, &k, old ? &cur : NULL);
 		if (err) {
 			sp_view = view;
-			sp_held = held;
 			return err;
 		}
+		if (how != SIG_UNBLOCK)
+			sp_held_real = sp_held & nv;
 	}
 	if (old) {
 		/* blocked for real (a handler's sa_mask, a raw system call) or in the view */
@@ -143,73 +150,64 @@ SP_EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 }
 
 /*
- * Takes every pending sig of the calling thread (and of the process), with
- * sig blocked: the timer's are dropped, one of the program's is queued
- * again, as it was (the kernel queues one of a standard signal at a time,
- * so the timer's pending one would otherwise keep the program's out).
- * Returns whether one of the program's is pending again. Signal-safe.
+ * Keeps one sig pending for a held signal of the program's: the kernel
+ * keeps one standard signal pending at a time, so if a sample of ours is
+ * pending already, it stands for the program's (whichever instance is
+ * taken or delivered first carries sp_held_info), and a sample that comes
+ * later merges into it. Signal-safe.
  */
-SP_SIGSAFE static bool sp_drain(int sig)
+SP_SIGSAFE static void sp_token(int sig)
 {
-	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, sig);
-	struct timespec zero = {0, 0};
-	siginfo_t si, theirs;
-	bool have = false;
 	int e = errno;
-	for (int i = 0; i < 8; i++) {
-		if (syscall(SYS_rt_sigtimedwait, &set, &si, &zero, SP_KSIGSET) != sig)
-			break;
-		if (!sp_timer_sent(sp_self, sig, &si)) {
-			theirs = si;
-			have = true;
-		} else {
-			sp_timer_taken(sp_self);
-		}
-	}
-	if (have)
-		syscall(SYS_rt_tgsigqueueinfo, getpid(), sp_gettid(), sig, &theirs);
+	syscall(SYS_rt_tgsigqueueinfo, getpid(), sp_gettid(), sig, &sp_held_info[sp_idx(sig)]);
 	errno = e;
-	return have;
 }
 
 bool sp_mask_keep_pending(int sig, siginfo_t *si, void *ucv)
 {
 	unsigned b = sp_bit(sig);
-	if (!(sp_view & b))
+	if (!((sp_view | sp_held) & b))
 		return false; /* nearly every signal ends here */
+	ucontext_t *uc = ucv;
+	if (!(sp_view & b)) {
+		/* the program opened it: this instance delivers its own */
+		sp_held &= ~b;
+		if (sig != SIGTRAP)
+			return false; /* its own SIGPROF is a sample, as always */
+		siginfo_t own = sp_held_info[sp_idx(sig)];
+		sp_share_forward(sig, &own, uc);
+		return true;
+	}
+	if (sp_held & b) {
+		/* one of its own waits already: this one merges into it */
+		sigaddset(&uc->uc_sigmask, sig);
+		sp_token(sig);
+		return true;
+	}
 	if (sp_timer_sent(sp_self, sig, si))
 		return false;
 	if (sig == SIGTRAP && si->si_code > 0)
 		return false; /* a breakpoint or a trace trap: not a signal that waits */
 	/* the handler runs with every signal blocked: it stays pending, and
 	 * blocked as the handler returns */
-	ucontext_t *uc = ucv;
-	sp_drain(sig);
-	int e = errno;
-	syscall(SYS_rt_tgsigqueueinfo, getpid(), sp_gettid(), sig, si);
-	errno = e;
-	sigaddset(&uc->uc_sigmask, sig);
+	sp_held_info[sp_idx(sig)] = *si;
 	sp_held |= b;
+	sp_held_real |= b;
+	sigaddset(&uc->uc_sigmask, sig);
+	sp_token(sig);
 	return true;
 }
 
-/* After the program took a signal or waited: a held signal whose own
- * pending one is gone is open again. */
-static void sp_held_check(void)
+/* After the program took its held signal, or waited with a mask that
+ * delivered it: the timer's signal is open again. */
+static void sp_release(void)
 {
-	for (int i = 0; sp_held && i < SP_N_TRACKED; i++) {
+	for (int i = 0; i < SP_N_TRACKED; i++) {
 		int s = sp_tracked[i];
 		unsigned b = sp_bit(s);
-		if (!(sp_held & b))
+		if (!(sp_held_real & b) || (sp_held & b))
 			continue;
-		sigset_t pend;
-		sigemptyset(&pend);
-		if (syscall(SYS_rt_sigpending, &pend, SP_KSIGSET) == 0 &&
-		    sigismember(&pend, s) == 1 && sp_drain(s))
-			continue;
-		sp_held &= ~b;
+		sp_held_real &= ~b;
 		if (sp_managed(s)) {
 			sigset_t one;
 			sigemptyset(&one);
@@ -359,6 +357,13 @@ static int sp_wait(const sigset_t *set, siginfo_t *info, const struct timespec *
 	for (;;) {
 		siginfo_t si;
 		int sig = real(set, &si, tmo ? &left : NULL);
+		if (sig > 0 && (sp_held & sp_bit(sig))) {
+			/* the instance pending for the program's own carries it */
+			si = sp_held_info[sp_idx(sig)];
+			sp_held &= ~sp_bit(sig);
+			if (si.si_code == SI_TKILL)
+				si.si_code = SI_USER; /* as glibc's sigtimedwait folds it */
+		}
 		bool again = sig > 0 && sp_bit(sig) && sp_timer_sent(sp_self, sig, &si);
 		if (again)
 			sp_timer_taken(sp_self);
@@ -381,7 +386,7 @@ static int sp_wait(const sigset_t *set, siginfo_t *info, const struct timespec *
 			if (info)
 				*info = si;
 			int e = errno;
-			sp_held_check();
+			sp_release();
 			errno = e;
 		}
 		return sig;
@@ -450,7 +455,7 @@ static void sp_wait_leave(struct sp_waitmask *w)
 {
 	int e = errno;
 	sp_view = w->view;
-	sp_held_check();
+	sp_release();
 	errno = e;
 }
 

@@ -18,8 +18,9 @@
  *   the one it inherited across exec; exec hands the view to the new image
  *   as a real mask;
  * - a signal of the program's own (raise, kill, its own timer), sent while
- *   its view blocks it, is made pending again and blocked for real in the
- *   handler, so that it waits for the program as it would alone;
+ *   its view blocks it, is held by the handler (its siginfo kept, the
+ *   signal blocked for real, one instance left pending, which carries it),
+ *   so that it waits for the program as it would alone;
  * - sigwait, sigwaitinfo and sigtimedwait swallow a signal of the timer's
  *   that got there anyway (a mask set by raw system call, or a signal's
  *   handler's sa_mask) and wait on for the time left; a signalfd never
@@ -59,9 +60,10 @@ SP_SIGSAFE int sp_sigmask_own(int how, const sigset_t *set, sigset_t *old);
  * Signal-safe. */
 SP_SIGSAFE int sp_mask_program(int how, const sigset_t *set, sigset_t *old);
 
-/* Whether the handler keeps sig for the program: a signal of its own,
- * sent while its view blocks sig, made pending again and blocked for real
- * as the handler returns (uc's mask). Signal-safe. */
+/* Whether the handler is done with sig for the program: a signal of its
+ * own, sent while its view blocks sig, held (blocked for real as the
+ * handler returns, through uc's mask); or, once the program opened it, the
+ * held one delivered to the program's handler. Signal-safe. */
 SP_SIGSAFE bool sp_mask_keep_pending(int sig, siginfo_t *si, void *uc);
 
 /* The view a thread created now with attr (NULL: the creator's mask)

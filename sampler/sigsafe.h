@@ -158,7 +158,8 @@
 	X(sp_managed)                                                                              \
 	X(sp_bit)                                                                                  \
 	X(sp_bits_of)                                                                              \
-	X(sp_drain)                                                                                \
+	X(sp_token)                                                                                \
+	X(sp_idx)                                                                                  \
 	X(sp_timer_sent)                                                                           \
 	X(sp_timer_taken)                                                                          \
 	X(sp_stepped_aside)
