@@ -170,13 +170,11 @@ bool sp_mask_keep_pending(int sig, siginfo_t *si, void *ucv)
 		return false; /* nearly every signal ends here */
 	ucontext_t *uc = ucv;
 	if (!(sp_view & b)) {
-		/* the program opened it: this instance delivers its own */
+		/* the program opened it: this instance carries its own, which
+		 * the handler passes on (its own SIGPROF is a sample, as always) */
 		sp_held &= ~b;
-		if (sig != SIGTRAP)
-			return false; /* its own SIGPROF is a sample, as always */
-		siginfo_t own = sp_held_info[sp_idx(sig)];
-		sp_share_forward(sig, &own, uc);
-		return true;
+		*si = sp_held_info[sp_idx(sig)];
+		return false;
 	}
 	if (sp_held & b) {
 		/* one of its own waits already: this one merges into it */

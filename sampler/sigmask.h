@@ -60,10 +60,11 @@ SP_SIGSAFE int sp_sigmask_own(int how, const sigset_t *set, sigset_t *old);
  * Signal-safe. */
 SP_SIGSAFE int sp_mask_program(int how, const sigset_t *set, sigset_t *old);
 
-/* Whether the handler is done with sig for the program: a signal of its
- * own, sent while its view blocks sig, held (blocked for real as the
- * handler returns, through uc's mask); or, once the program opened it, the
- * held one delivered to the program's handler. Signal-safe. */
+/* Whether the handler is done with sig: a signal of the program's own,
+ * sent while its view blocks sig, is held (blocked for real as the handler
+ * returns, through uc's mask). Once the program opened it, the instance
+ * delivered gets the held one's siginfo in *si, for the handler to pass
+ * on. Signal-safe. */
 SP_SIGSAFE bool sp_mask_keep_pending(int sig, siginfo_t *si, void *uc);
 
 /* The view a thread created now with attr (NULL: the creator's mask)
