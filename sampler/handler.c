@@ -6,6 +6,7 @@
 #include "format/profile.h"
 #include "sampler/sampler.h"
 #include "sampler/sigsafe.h"
+#include "sampler/sigmask.h"
 #include "sampler/sigshare.h"
 #include "sampler/sys.h"
 #include "sampler/timer.h"
@@ -144,6 +145,10 @@ void sp_handler_foreign(int sig, siginfo_t *si, void *uc)
 
 void sp_handler_body(int sig, siginfo_t *si, void *uc)
 {
+	/* the program's own, sent while its mask blocks it, waits for it;
+	 * one it opened the mask for comes out as its own (sigmask.h) */
+	if (sp_mask_keep_pending(sig, si, uc))
+		return;
 	/* The program's own SIGTRAP (sigshare.h) goes to its handler with
 	 * nothing of ours set (cancel state, errno, the busy flag): that
 	 * handler may leave by siglongjmp and never come back here */

@@ -11,6 +11,7 @@
 #include "sampler/procstat.h"
 #include "sampler/sampler.h"
 #include "sampler/signals.h"
+#include "sampler/sigmask.h"
 #include "sampler/sigshare.h"
 #include "sampler/sys.h"
 #include "sampler/thread.h"
@@ -57,6 +58,7 @@ static bool sp_exec_hooks(void)
 
 static void sp_before_exec(void)
 {
+	sp_mask_before_exec(); /* in a vfork child too: the mask is its own */
 	if (!sp_exec_hooks())
 		return;
 	sp_timers_pause_all();
@@ -79,6 +81,7 @@ static void sp_before_exec(void)
 
 static void sp_after_failed_exec(void)
 {
+	sp_mask_after_failed_exec();
 	if (!sp_exec_hooks())
 		return;
 	sp_share_after_failed_exec();

@@ -3,13 +3,12 @@
  *
  * libstackprof.so exports its own definitions of some libc functions
  * (exec family, dlclose, uid/gid changes, unshare, setns, fopen and
- * fopen64 in interpose.c; sigaction, signal and sigprocmask in signals.c; sigaltstack
- * in sigstack.c; close, close_range, closefrom, dup2, dup3, pipe and pipe2
- * in fds.c; kill, killpg, raise, pthread_kill and tgkill in exitsig.c;
- * _exit and _Exit in exitcall.c;
- * pthread_create in thread.c; dl_iterate_phdr in modules.c); it calls the
- * real ones through dlsym(RTLD_NEXT) (sigstack.c makes the sigaltstack
- * system call itself).
+ * fopen64 in interpose.c; sigaction and signal in signals.c; sigprocmask, pthread_sigmask, the
+ * sigwait family, signalfd and the waits with a mask in sigmask.c; sigaltstack in sigstack.c;
+ * close, close_range, closefrom, dup2, dup3, pipe and pipe2 in fds.c; kill, killpg, raise,
+ * pthread_kill and tgkill in exitsig.c; _exit and _Exit in exitcall.c; pthread_create in thread.c;
+ * dl_iterate_phdr in modules.c); it calls the real ones through dlsym(RTLD_NEXT) (sigstack.c makes
+ * the sigaltstack system call itself).
  *
  * dlopen is deliberately not interposed: glibc resolves a bare library
  * name against the RUNPATH of dlopen's caller, found from its return

@@ -29,6 +29,7 @@
 #include "sampler/fds.h"
 #include "sampler/ring.h"
 #include "sampler/seccomp.h" /* syscall() is stackprof's own (seccomp.h) */
+#include "sampler/sigmask.h"
 
 #define SP_EXPORT __attribute__((visibility("default")))
 #define SP_TLS	  __attribute__((tls_model("initial-exec")))

@@ -9,6 +9,7 @@
 #include "sampler/handler.h"
 #include "sampler/interpose.h"
 #include "sampler/sampler.h"
+#include "sampler/sigmask.h"
 #include "sampler/sigshare.h"
 #include "sampler/sys.h"
 #include "sampler/termsig.h"
@@ -25,7 +26,7 @@ static _Atomic unsigned sp_asides;
 /* one change of side at a time: two threads may call sigaction at once */
 static pthread_mutex_t sp_side_lock = PTHREAD_MUTEX_INITIALIZER;
 
-bool sp_stepped_aside(void)
+SP_SIGSAFE bool sp_stepped_aside(void)
 {
 	return atomic_load(&sp_aside);
 }
@@ -169,17 +170,9 @@ SP_EXPORT sighandler_t signal(int sig, sighandler_t handler)
  * sigprocmask() calls: ~6 system calls per frame, 190 us a sample on a
  * 80-frame torch stack. Our handler already runs with every signal blocked
  * (its sa_mask), so inside it those calls change nothing and are answered
- * here without entering the kernel.
+ * here without entering the kernel. The program's calls change its view
+ * of the mask (sigmask.h).
  */
-static int (*sp_real_sigprocmask)(int, const sigset_t *, sigset_t *);
-
-/* Resolved before any other constructor can run: sigprocmask() never calls
- * dlsym on its way, and so never from the handler. */
-__attribute__((constructor(101))) static void sp_signals_resolve(void)
-{
-	sp_real_sigprocmask = SP_REAL(sigprocmask);
-}
-
 SP_SIGSAFE SP_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 {
 	if (sp_in_unwind) {
@@ -187,10 +180,7 @@ SP_SIGSAFE SP_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old
 			sigfillset(old);
 		return 0;
 	}
-	if (sp_real_sigprocmask)
-		return sp_real_sigprocmask(how, set, old);
-	/* a constructor of a library initialized before ours */
-	int e = pthread_sigmask(how, set, old);
+	int e = sp_mask_program(how, set, old);
 	if (e) {
 		errno = e;
 		return -1;

@@ -18,6 +18,8 @@
 #include <signal.h>
 #include <stdbool.h>
 
+#include "sampler/sigsafe.h"
+
 /* Installs the handler for the timer's signal; -EBUSY if the program
  * already handles SIGPROF. */
 int sp_handler_install(void);
@@ -27,7 +29,7 @@ int sp_handler_install(void);
 sigset_t sp_handler_mask(void);
 
 /* Whether the program has SIGPROF now and stackprof stands aside. */
-bool sp_stepped_aside(void);
+SP_SIGSAFE bool sp_stepped_aside(void);
 
 /* How many times stackprof has stood aside so far. */
 unsigned sp_aside_count(void);

@@ -41,6 +41,7 @@
  * op, libunwind, and the program's own SIGTRAP handler. */
 #define SP_SIGSAFE_CALLS_THROUGH(X)                                                                \
 	X(sp_handler_body)                                                                         \
+	X(sp_timer_taken)                                                                          \
 	X(sp_unwind_libunwind)                                                                     \
 	X(sp_scan_restart)                                                                         \
 	X(sp_slow_step)                                                                            \
@@ -150,7 +151,18 @@
 	X(sp_posix_rearm)                                                                          \
 	X(sp_posix_set)                                                                            \
 	X(sp_rand)                                                                                 \
-	X(sigprocmask)
+	X(sigprocmask)                                                                             \
+	X(sp_sigmask_own)                                                                          \
+	X(sp_mask_program)                                                                         \
+	X(sp_mask_keep_pending)                                                                    \
+	X(sp_managed)                                                                              \
+	X(sp_bit)                                                                                  \
+	X(sp_bits_of)                                                                              \
+	X(sp_token)                                                                                \
+	X(sp_idx)                                                                                  \
+	X(sp_timer_sent)                                                                           \
+	X(sp_timer_taken)                                                                          \
+	X(sp_stepped_aside)
 
 /*
  * libc and libunwind functions the handler may call: async-signal-safe by
@@ -174,6 +186,7 @@
 	X(sigdelset)                                                                               \
 	X(sigismember)                                                                             \
 	X(sigfillset)                                                                              \
+	X(sigemptyset)                                                                             \
 	X(memcpy)                                                                                  \
 	X(memset)                                                                                  \
 	X(memcmp)                                                                                  \

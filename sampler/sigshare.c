@@ -120,6 +120,16 @@ SP_SIGSAFE static struct sigaction sp_app_get(struct sp_share *s, uint64_t *gen)
 	return a;
 }
 
+bool sp_share_handled(int sig)
+{
+	struct sp_share *s = sp_share_of(sig);
+	if (!s || !atomic_load_explicit(&s->active, memory_order_acquire))
+		return false;
+	uint64_t gen;
+	struct sigaction a = sp_app_get(s, &gen);
+	return a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN;
+}
+
 static int sp_share_take(struct sp_share *s)
 {
 	struct sigaction sa;

@@ -30,6 +30,9 @@ SP_SIGSAFE bool sp_trap_is_ours(const siginfo_t *si);
  * Signal-safe. */
 SP_SIGSAFE bool sp_share_active(int sig);
 
+/* Whether the program has a handler of its own for a shared sig now. */
+bool sp_share_handled(int sig);
+
 /* Takes sig for handler (installed SA_SIGINFO | SA_RESTART | SA_ONSTACK
  * with mask), keeping the program's current action as its copy. 0 or
  * -errno; -EINVAL for a signal that is not shared. */

@@ -4,6 +4,7 @@
 #include "sampler/writer.h"
 #include "sampler/python.h"
 #include "sampler/sampler.h"
+#include "sampler/sigmask.h"
 #include "sampler/sigstack.h"
 #include "sampler/sys.h"
 #include "sampler/timer.h"
@@ -380,10 +381,12 @@ int sp_thread_attach(const char *py_name)
 	atomic_fetch_add(&sp_live_threads, 1);
 	pthread_setspecific(sp_thread_key, t);
 	/* Threads often start with every signal blocked (xz, thread pools that
-	 * leave async signals to the main thread); the mask is inherited from the
-	 * creator. The timer's signal is ours, so unblock it here; a block the
-	 * program sets later is respected, and costs it only the samples it
-	 * blocks. */
+	 * leave async signals to the main thread), and a main thread may inherit
+	 * the timer's signal blocked across exec. The timer's signal is ours:
+	 * what the mask blocked becomes the program's view of it (sigmask.h),
+	 * and the signal itself is opened, so the thread is sampled and the
+	 * program never sees one of its signals. */
+	sp_mask_adopt();
 	err = t->timer->arm(t, sp_g.period_ns);
 	sigset_t prof;
 	sigemptyset(&prof);
@@ -442,6 +445,8 @@ struct sp_start {
 	void *(*fn)(void *);
 	void *arg;
 	char py_name[64]; /* the threading.Thread starting it, if any */
+	/* the program's view of its mask (sigmask.h) */
+	unsigned mask_view;
 };
 
 /*
@@ -454,6 +459,7 @@ struct sp_start {
 static void *sp_thread_start(void *p)
 {
 	struct sp_start *s = p;
+	sp_mask_thread_begin(s->mask_view);
 	sp_thread_attach(s->py_name[0] ? s->py_name : NULL);
 	void *(*fn)(void *) = s->fn;
 	void *arg = s->arg;
@@ -483,6 +489,7 @@ SP_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void
 	s->arg = arg;
 	if (!sp_python_thread_name(s->py_name, sizeof(s->py_name)))
 		s->py_name[0] = '\0';
+	s->mask_view = sp_mask_child_view(attr);
 	int rc = sp_real_pthread_create(thread, attr, sp_thread_start, s);
 	if (rc)
 		free(s);

@@ -55,6 +55,20 @@ static bool sp_runnable(pid_t tid)
 	return p && p[1] == ' ' && p[2] == 'R';
 }
 
+/* SIGPROF to thread tid, with our cookie: a sigwait that takes it can
+ * tell it from the program's own (sigmask.h, sp_timer_sent) */
+static void sp_tick_send(pid_t pid, pid_t tid)
+{
+	siginfo_t si;
+	memset(&si, 0, sizeof(si));
+	si.si_signo = SIGPROF;
+	si.si_code = SI_QUEUE;
+	si.si_pid = pid;
+	si.si_uid = getuid();
+	si.si_value.sival_ptr = (void *)SP_TRAP_COOKIE;
+	syscall(SYS_rt_tgsigqueueinfo, pid, tid, SIGPROF, &si);
+}
+
 /*
  * One look at every armed thread, under sp_tick_lock: signal those that
  * are on a CPU now. A thread that runs all the time is signalled at every
@@ -81,7 +95,7 @@ static bool sp_tick_scan(pid_t pid, uint64_t interval_ns)
 		uint64_t ran = t->tick_seen ? c - t->tick_seen : 0;
 		t->tick_seen = c2;
 		if (c2 > c || (2 * ran >= interval_ns && sp_runnable(t->tid)))
-			syscall(SYS_tgkill, pid, t->tid, SIGPROF);
+			sp_tick_send(pid, t->tid);
 	}
 	return busy;
 }

@@ -20,6 +20,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#ifndef TRAP_PERF
+#define TRAP_PERF 6
+#endif
+
 #ifndef sigev_notify_thread_id
 #define sigev_notify_thread_id _sigev_un._tid
 #endif
@@ -651,6 +655,33 @@ static const struct sp_timer_ops sp_itimer_ops = {
      * used since its last one, not a period */
     .weight = sp_cpu_weight,
 };
+
+/* ---- whose signal ----------------------------------------------------- */
+
+bool sp_timer_sent(const struct sp_thread *t, int sig, const siginfo_t *si)
+{
+	const struct sp_timer_ops *k = t && t->timer ? t->timer : sp_g.timer;
+	if (!k || sig != k->signo)
+		return false;
+	if (k == &sp_trap_ops)
+		return si->si_code == TRAP_PERF && sp_si_perf_data(si) == SP_TRAP_COOKIE;
+	if (k == &sp_posix_ops)
+		/* glibc's timer_t is the kernel's timer id */
+		return si->si_code == SI_TIMER && t && t->armed &&
+		       si->si_timerid == (int)(intptr_t)t->timer_id;
+	if (k == &sp_perf_ops) /* fasync: POLL_IN for an overflow, POLL_HUP at the end */
+		return si->si_code >= POLL_IN && si->si_code <= POLL_HUP;
+	if (k == &sp_ticker_ops)
+		return si->si_code == SI_QUEUE && si->si_pid == sp_g.pid &&
+		       si->si_value.sival_ptr == (void *)SP_TRAP_COOKIE;
+	return si->si_code == SI_KERNEL; /* itimer-prof */
+}
+
+void sp_timer_taken(struct sp_thread *t)
+{
+	if (t && t->timer && t->timer->rearm)
+		t->timer->rearm(t, sp_g.period_ns);
+}
 
 /* ---- choosing, and every thread at once -------------------------------- */
 

@@ -108,6 +108,16 @@ struct sp_timer_ops {
  */
 const struct sp_timer_ops *sp_timer_choose(const char *kind, uint32_t freq_hz);
 
+/* Whether signal sig with si was sent by the timer of thread t (the
+ * calling thread's slot, or NULL): SIGTRAP with perf's code and our
+ * cookie, SIGPROF from t's POSIX timer, perf's fasync, the sampler thread
+ * (with our cookie) or ITIMER_PROF. Signal-safe. */
+SP_SIGSAFE bool sp_timer_sent(const struct sp_thread *t, int sig, const siginfo_t *si);
+
+/* A signal of t's timer was taken without its handler (a wait dropped
+ * it): a one-shot timer is set for its next expiry. Signal-safe. */
+SP_SIGSAFE void sp_timer_taken(struct sp_thread *t);
+
 /* Pauses every live thread's timer (exec, shutdown, stepping aside, the
  * API's stop), and resumes them. */
 void sp_timers_pause_all(void);
