@@ -348,14 +348,27 @@ bool sp_modules_loader_usable(void)
 	return !sp_loader_stuck;
 }
 
+/* The cancel state of the thread that holds sp_mod_lock, given back at unlock. */
+static __thread int sp_mod_cancel SP_TLS;
+
 void sp_modules_lock(void)
 {
+	/* held across calls that are cancellation points (libunwind's
+	 * memory-test pipe write): a thread cancelled in there would keep the
+	 * lock for good, and the next dlclose, new thread or writer pass would
+	 * wait forever (t0018's 2000 cancellations under load). The
+	 * cancellation acts at the thread's next cancellation point instead. */
+	int old;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
 	pthread_mutex_lock(&sp_mod_lock);
+	sp_mod_cancel = old;
 }
 
 void sp_modules_unlock(void)
 {
+	int old = sp_mod_cancel;
 	pthread_mutex_unlock(&sp_mod_lock);
+	pthread_setcancelstate(old, NULL);
 }
 
 /* The generation a miss last poked the writer in, plus one (0: none yet). */

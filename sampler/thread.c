@@ -456,11 +456,25 @@ struct sp_start {
  * only a GCC 12 -O0 build keeps the frame): the program's routine returns
  * straight to start_thread, and no frame of ours sits in its stacks.
  */
+/* A cancel sent as the thread starts acts at the program's first
+ * cancellation point, not inside stackprof's set-up, which takes locks and
+ * makes calls that are cancellation points (a thread cancelled there left
+ * the modules lock held: the next thread's set-up waited forever). A
+ * function of its own, so that no local's address is taken in the
+ * trampoline below. */
+static void sp_thread_attach_uncancelled(const char *py_name)
+{
+	int cancel;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	sp_thread_attach(py_name);
+	pthread_setcancelstate(cancel, NULL);
+}
+
 static void *sp_thread_start(void *p)
 {
 	struct sp_start *s = p;
 	sp_mask_thread_begin(s->mask_view);
-	sp_thread_attach(s->py_name[0] ? s->py_name : NULL);
+	sp_thread_attach_uncancelled(s->py_name[0] ? s->py_name : NULL);
 	void *(*fn)(void *) = s->fn;
 	void *arg = s->arg;
 	free(s);
