@@ -355,7 +355,10 @@ static int sp_cmp_sample_time(const void *a, const void *b, void *samples)
  * never show an operator (a module) or a Python frame are pool threads;
  * each of their samples that is "none" alone takes the view stack of the
  * nearest sample in time of the other threads, if one is within two
- * sampling periods, under its own thread root. The weights move with it.
+ * sampling periods, or of the samples around it when one thread has the
+ * same stack just before and just after it (within 50 periods: a caller
+ * that was off the CPU meanwhile), under its own thread root. The weights
+ * move with it.
  */
 static int sp_view_lend(struct sp_view *v, int64_t none)
 {
@@ -397,7 +400,18 @@ static int sp_view_lend(struct sp_view *v, int64_t none)
 				hi = mid;
 		}
 		const struct sp_msample *near = NULL;
-		uint64_t best = window + 1;
+		/* the caller was inside one operator at its samples just before
+		 * and just after s: s is that operator's work, however long the
+		 * caller was off the CPU between them (on a busy machine its
+		 * samples are often further apart in time than the window) */
+		if (lo > 0 && lo < m) {
+			const struct sp_msample *a = &vm->samples[by_time[lo - 1]];
+			const struct sp_msample *b = &vm->samples[by_time[lo]];
+			if (a->stack == b->stack && a->thread == b->thread &&
+			    b->time_ns - a->time_ns <= 25 * window)
+				near = a;
+		}
+		uint64_t best = near ? 0 : window + 1;
 		for (size_t k = lo > 0 ? lo - 1 : 0; k < m && k <= lo; k++) {
 			const struct sp_msample *c = &vm->samples[by_time[k]];
 			uint64_t d = c->time_ns > s->time_ns ? c->time_ns - s->time_ns
