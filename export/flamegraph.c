@@ -231,6 +231,7 @@ static void sp_fg_color(const struct sp_fg *g, const char *name, int kind, doubl
 	case SP_MFRAME_PYTHON: /* Python code: blue, the language's own colour */
 		r = 70 + (int)(50 * v1), gr = 140 + (int)(50 * v2), b = 215 + (int)(40 * v3);
 		break;
+	case SP_MFRAME_PROCESS:
 	case SP_MFRAME_THREAD:
 	case SP_MFRAME_TRUNC:
 	case SP_MFRAME_UNWERR:

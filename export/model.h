@@ -27,6 +27,8 @@
 #define SP_MFRAME_TRUNC	 102 /* marks a stack cut at max depth: func is "[truncated]" */
 #define SP_MFRAME_UNWERR 103 /* marks a stack the unwinder stopped early: "[unwind error]" */
 #define SP_MFRAME_PYTHON 104 /* a Python frame: func is its qualname, file and line its source */
+/* a per-process root of a merged model (merge.h): func is "<program> (pid N)" */
+#define SP_MFRAME_PROCESS 105
 
 /* Whether f is code (native or Python): it has a function, and maybe a
  * file, a line and a module. Ranges, thread roots and markers are not. */

@@ -203,14 +203,23 @@ int sp_rollup_build(struct sp_rollup *r, const struct sp_model *m, enum sp_rollu
 			int64_t thread = -1;
 			uint32_t first = 0;
 			if (per_thread) {
-				const struct sp_mframe *root =
-				    s->n ? &m->frames[s->frames[0]] : NULL;
-				bool rooted = root && root->kind == SP_MFRAME_THREAD;
-				const char *label = rooted ? root->func : "[no thread]";
+				/* a merged model's process root, then the thread root */
+				const char *proc = NULL, *thr = NULL;
+				if (first < s->n &&
+				    m->frames[s->frames[first]].kind == SP_MFRAME_PROCESS)
+					proc = m->frames[s->frames[first++]].func;
+				if (first < s->n &&
+				    m->frames[s->frames[first]].kind == SP_MFRAME_THREAD)
+					thr = m->frames[s->frames[first++]].func;
+				char both[512];
+				const char *label = thr ? thr : proc ? proc : "[no thread]";
+				if (proc && thr) {
+					snprintf(both, sizeof(both), "%s/%s", proc, thr);
+					label = both;
+				}
 				thread = sp_labels_intern(r->threads_, label, strlen(label));
 				if (thread < 0)
 					goto out;
-				first = rooted;
 			}
 			bool self_given = false;
 			for (uint32_t p = s->n; p-- > first;) {

@@ -64,7 +64,9 @@ int sp_rollup_by_parse(const char *s, enum sp_rollup_by *out);
  * Fills r from m. With per_thread, and m built with per_thread (its stacks
  * rooted at thread frames), a key is a row per thread that has it, and the
  * thread frames are no keys themselves; by thread, rows are threads
- * either way. 0 or -ENOMEM; release r either way.
+ * either way. A merged model's process roots (merge.h) group the same
+ * way: "python3 (pid 7)", or "python3 (pid 7)/name-tid" above a thread. 0 or -ENOMEM; release r
+ * either way.
  */
 int sp_rollup_build(struct sp_rollup *r, const struct sp_model *m, enum sp_rollup_by by,
 		    bool per_thread);

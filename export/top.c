@@ -83,7 +83,8 @@ int sp_top_write(const struct sp_model *m, const struct sp_top_opts *o, FILE *ou
 	uint32_t *keep = NULL;
 	size_t n = 0;
 	char t1[SP_TEXTFMT_LEN], t2[SP_TEXTFMT_LEN], p1[SP_TEXTFMT_LEN], p2[SP_TEXTFMT_LEN];
-	int err = sp_rollup_build(&r, m, o->by, o->per_thread);
+	int err = sp_rollup_build(&r, m, o->viewed ? SP_ROLLUP_FUNCTION : o->by,
+				  o->per_thread || o->per_process);
 	if (err)
 		goto out;
 	err = -ENOMEM;
@@ -109,19 +110,24 @@ int sp_top_write(const struct sp_model *m, const struct sp_top_opts *o, FILE *ou
 	size_t shown = o->top && o->top < n ? o->top : n;
 	/* the Thread column: as wide as the widest thread shown */
 	bool threads = r.n_rows && r.rows[0].thread;
-	size_t thread_w = strlen("Thread");
+	const char *group =
+	    o->per_process ? (o->per_thread ? "Process/Thread" : "Process") : "Thread";
+	size_t thread_w = strlen(group);
 	for (size_t i = 0; threads && i < shown; i++) {
 		size_t w = strlen(r.rows[keep[i]].thread);
 		thread_w = w > thread_w ? w : thread_w;
 	}
 
 	fprintf(out, "%zu of %zu %s%s, %s CPU in %" PRIu64 " samples\n", shown, r.n_rows,
-		sp_rollup_by_noun(o->by, true), threads ? " per thread" : "",
+		sp_rollup_by_noun(o->by, true),
+		!threads	? ""
+		: o->per_thread ? " per thread"
+				: " per process",
 		sp_textfmt_time(t1, sizeof(t1), r.total_ns), r.total_samples);
 	fprintf(out, "%12s  %7s  %12s  %7s  %8s  ", "Self", "Self %", "Total", "Total %",
 		"Samples");
 	if (threads)
-		fprintf(out, "%-*s  ", (int)thread_w, "Thread");
+		fprintf(out, "%-*s  ", (int)thread_w, group);
 	fputs("Name\n", out);
 	err = 0;
 	for (size_t i = 0; i < shown && !err; i++) {

@@ -40,6 +40,12 @@ struct sp_top_opts {
 	/* a row per (thread, key), the thread in a Thread column before Name;
 	 * the model must be built with per_thread */
 	bool per_thread;
+	/* the rows' group is their process (a merged model's process roots,
+	 * merge.h): the column reads Process; with per_thread, both */
+	bool per_process;
+	/* m is already a view of by (op, module-path): one made per profile
+	 * before a merge (merge.h); its frames are the keys */
+	bool viewed;
 };
 
 /* Parses a column name: self, total, samples, name, or torch's self_cpu_time_total,

@@ -235,6 +235,14 @@ bool sp_cli_operands(struct sp_cli_args *a, int want, const char *what)
 	return false;
 }
 
+bool sp_cli_operands_some(struct sp_cli_args *a, const char *what)
+{
+	if (a->n_operands >= 1)
+		return true;
+	sp_cli_bad(a, "expected %s", what);
+	return false;
+}
+
 bool sp_cli_ulong(struct sp_cli_args *a, unsigned long min, unsigned long max, unsigned long *out)
 {
 	const char *s = a->value;
@@ -768,4 +776,81 @@ void sp_cli_unload(struct sp_cli_input *in)
 	sp_profile_free(in->prof);
 	in->model = NULL;
 	in->prof = NULL;
+}
+
+bool sp_cli_load_set(char *const *paths, size_t n, const struct sp_cli_filters *f,
+		     struct sp_cli_set *set)
+{
+	memset(set, 0, sizeof(*set));
+	set->in = calloc(n ? n : 1, sizeof(*set->in));
+	set->views = calloc(n ? n : 1, sizeof(*set->views));
+	if (!set->in || !set->views) {
+		sp_cli_error("%s", strerror(ENOMEM));
+		return false;
+	}
+	set->n = n;
+	/* every profile is read and symbolized on its own: each process had
+	 * its own modules at its own addresses */
+	for (size_t i = 0; i < n; i++)
+		if (!sp_cli_load(paths[i], f, &set->in[i]))
+			return false;
+	set->model = set->in[0].model;
+	return true;
+}
+
+bool sp_cli_set_merge(struct sp_cli_set *set, char *const *paths, bool per_process,
+		      const enum sp_view_by *view)
+{
+	size_t n = set->n;
+	const struct sp_model **models = calloc(n ? n : 1, sizeof(*models));
+	bool ok = false;
+	if (!models) {
+		sp_cli_error("%s", strerror(ENOMEM));
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		models[i] = set->in[i].model;
+		if (view) {
+			/* a view reads its own profile's ranges: made before the merge */
+			if (*view == SP_VIEW_MODULE_PATH)
+				sp_cli_hint_by(paths[i], set->in[i].prof, SP_ROLLUP_MODULE_PATH);
+			set->views[i] = sp_cli_view_of(paths[i], models[i], *view);
+			if (!set->views[i])
+				goto out;
+			models[i] = sp_view_model(set->views[i]);
+		}
+	}
+	set->model = models[0];
+	if (n > 1 || per_process) {
+		set->merge = sp_merge_new(models, n, per_process);
+		if (!set->merge) {
+			sp_cli_error("merging %zu profiles: %s", n, strerror(errno));
+			goto out;
+		}
+		set->model = sp_merge_model(set->merge);
+	}
+	ok = true;
+out:
+	free(models);
+	return ok;
+}
+
+bool sp_cli_set_partial(const struct sp_cli_set *set)
+{
+	for (size_t i = 0; i < set->n; i++)
+		if (sp_cli_partial(&set->in[i]))
+			return true;
+	return false;
+}
+
+void sp_cli_set_release(struct sp_cli_set *set)
+{
+	sp_merge_free(set->merge);
+	for (size_t i = 0; i < set->n; i++) {
+		sp_view_free(set->views ? set->views[i] : NULL);
+		sp_cli_unload(&set->in[i]);
+	}
+	free(set->views);
+	free(set->in);
+	memset(set, 0, sizeof(*set));
 }

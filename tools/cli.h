@@ -34,6 +34,7 @@
 
 #include "export/collapse.h"
 #include "export/label.h"
+#include "export/merge.h"
 #include "export/model.h"
 #include "format/profile.h"
 #include "export/rollup.h"
@@ -114,6 +115,10 @@ int sp_cli_bad(struct sp_cli_args *a, const char *fmt, ...) __attribute__((forma
  */
 bool sp_cli_operands(struct sp_cli_args *a, int want, const char *what);
 
+/* Checks that there is at least one operand; if not, prints "expected
+ * WHAT" as a usage error and returns false. */
+bool sp_cli_operands_some(struct sp_cli_args *a, const char *what);
+
 /* Parses the current option's value as an integer in [min, max] (a usage error if not). */
 bool sp_cli_ulong(struct sp_cli_args *a, unsigned long min, unsigned long max, unsigned long *out);
 
@@ -155,6 +160,7 @@ enum {
 	SP_OPT_ALL_SAMPLES,
 	SP_OPT_PYTHON_PLUMBING,
 	SP_OPT_NO_MODULE_CLASS,
+	SP_OPT_PER_PROCESS,
 };
 
 /* Their table entries; each help text exists only here. */
@@ -202,6 +208,14 @@ enum {
 		    "root every stack at its thread (\"name-tid\")"                                \
 	}
 
+#define SP_CLI_OPT_PER_PROCESS                                                                     \
+	{                                                                                          \
+		SP_OPT_PER_PROCESS, 0, "per-process", NULL,                                        \
+		    "root every stack at its process (\"python3 (pid N)\"),\n"                     \
+		    "above the thread with --per-thread: the PROFILEs\n"                           \
+		    "of one run (PATH PATH.*) side by side"                                        \
+	}
+
 #define SP_CLI_OPT_INLINE_MARK                                                                     \
 	{                                                                                          \
 		SP_OPT_INLINE_MARK, 0, "inline-mark", NULL,                                        \
@@ -226,7 +240,7 @@ enum {
 	     "default they are folded away"},                                                      \
 	    {SP_OPT_NO_MODULE_CLASS, 0, "no-module-class", NULL,                                   \
 	     "module paths without their module's class: features/0/1,\n"                          \
-	     "not features/0/1 (BatchNorm2d)"},                                                      \
+	     "not features/0/1 (BatchNorm2d)"},                                                    \
 	    {SP_OPT_BASENAMES, 0, "basenames", NULL, "file names without directories"},            \
 	    {SP_OPT_STRIP_PATH, 0, "strip-path", "PREFIX",                                         \
 	     "remove PREFIX from the start of file names; 'auto'\n"                                \
@@ -332,5 +346,41 @@ struct sp_view *sp_cli_view_of(const char *path, const struct sp_model *m, enum 
  * One cut off at its last flush is not: it is whole up to there. */
 bool sp_cli_partial(const struct sp_cli_input *in);
 void sp_cli_unload(struct sp_cli_input *in);
+
+/*
+ * Several profiles read as one: a run's processes (PATH and its PATH.<pid>
+ * children, a Pool's workers). Each is loaded as sp_cli_load does, seen
+ * through its own view when view is set (an operator or module-path view
+ * needs its own profile), then merged (merge.h). One profile without
+ * per_process is no merge: its model (view) is written as before.
+ */
+struct sp_cli_set {
+	struct sp_cli_input *in; /* n of them, in operand order */
+	struct sp_view **views;	 /* per input when a view was asked, else NULLs */
+	size_t n;
+	struct sp_merge *merge;	      /* when n > 1 or per_process */
+	const struct sp_model *model; /* what to write: borrowed from the above */
+};
+
+/*
+ * Loads paths[0..n) into set (n >= 1), each with sp_cli_load; set->model
+ * is the first one's until sp_cli_set_merge. On failure prints why (naming
+ * the file) and returns false; whatever was made stays in *set for
+ * sp_cli_set_release.
+ */
+bool sp_cli_load_set(char *const *paths, size_t n, const struct sp_cli_filters *f,
+		     struct sp_cli_set *set);
+/*
+ * Makes set->model what the command writes: each profile's view when view
+ * is set, and their merge when there are several or per_process. paths
+ * are the ones set was loaded from, for messages. Call once; false after
+ * saying why.
+ */
+bool sp_cli_set_merge(struct sp_cli_set *set, char *const *paths, bool per_process,
+		      const enum sp_view_by *view);
+/* Whether any of set's profiles is damaged (sp_cli_partial). */
+bool sp_cli_set_partial(const struct sp_cli_set *set);
+/* Frees what set holds; a zeroed set is fine. */
+void sp_cli_set_release(struct sp_cli_set *set);
 
 #endif

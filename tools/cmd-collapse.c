@@ -20,6 +20,7 @@ static const struct sp_cli_opt sp_collapse_opts[] = {
     SP_CLI_OPT_METRIC,
     SP_CLI_OPT_FRAME("'func (file:line)'"),
     SP_CLI_OPT_PER_THREAD,
+    SP_CLI_OPT_PER_PROCESS,
     SP_CLI_OPT_INLINE_MARK,
     {OPT_OPS, 0, "ops", NULL,
      "stacks of aten operators only (aten::conv2d;...),\n"
@@ -30,7 +31,7 @@ static const struct sp_cli_opt sp_collapse_opts[] = {
 
 static const struct sp_cli_cmd sp_collapse_cmd = {
     .name = "collapse",
-    .synopsis = "[options] PROFILE",
+    .synopsis = "[options] PROFILE...",
     .about = "Prints one line per distinct stack: frames root first joined by ';', a\n"
 	     "space, and the stack's self CPU time in microseconds (PyTorch's\n"
 	     "export_stacks format, read by flamegraph.pl, speedscope and inferno).\n"
@@ -42,14 +43,17 @@ static const struct sp_cli_cmd sp_collapse_cmd = {
 	     "root goes; --strip-path none keeps every name whole). With --ops, the\n"
 	     "frames are the aten operators on each stack (at::_ops::NAME::call,\n"
 	     "named aten::NAME), outermost first: a flame graph of the model's\n"
-	     "operators.\n",
+	     "operators. Several PROFILEs (a run's PATH and its PATH.<pid>\n"
+	     "children) are read as one; --per-process roots each stack at its\n"
+	     "process.\n",
     .opts = sp_collapse_opts,
     .more = "examples:\n"
 	    "  stackprof collapse rn.prof > rn.folded && flamegraph.pl rn.folded > rn.svg\n"
 	    "  stackprof collapse --frame pytorch torch.prof > torch.folded\n"
 	    "  stackprof collapse --frame func --per-thread rn.prof | sort -k2 -n | tail\n"
 	    "  stackprof collapse --metric samples --range 'LINEAR PASS' rn.prof\n"
-	    "  stackprof collapse --ops torch.prof > ops.folded\n",
+	    "  stackprof collapse --ops torch.prof > ops.folded\n"
+	    "  stackprof collapse --per-process pool.prof pool.prof.* > pool.folded\n",
 };
 
 int sp_cmd_collapse(int argc, char **argv)
@@ -58,10 +62,9 @@ int sp_cmd_collapse(int argc, char **argv)
 	struct sp_cli_filters flt;
 	struct sp_cli_args a;
 	const char *output = "-";
-	struct sp_cli_input in = {0};
-	struct sp_view *view = NULL;
-	const struct sp_model *model;
-	bool ops = false;
+	struct sp_cli_set set = {0};
+	const enum sp_view_by by_op = SP_VIEW_OP;
+	bool ops = false, per_process = false;
 	FILE *out = NULL;
 	int rc = SP_EXIT_USAGE, c;
 
@@ -86,6 +89,9 @@ int sp_cmd_collapse(int argc, char **argv)
 		case SP_OPT_PER_THREAD:
 			flt.mo.per_thread = true;
 			break;
+		case SP_OPT_PER_PROCESS:
+			per_process = true;
+			break;
 		case SP_OPT_INLINE_MARK:
 			co.label.inline_mark = true;
 			break;
@@ -102,29 +108,22 @@ int sp_cmd_collapse(int argc, char **argv)
 		rc = a.rc;
 		goto out;
 	}
-	if (!sp_cli_operands(&a, 1, "one PROFILE"))
+	if (!sp_cli_operands_some(&a, "a PROFILE, or several"))
 		goto out;
 
 	rc = SP_EXIT_ERROR;
 	if (!sp_cli_output_ok(output))
 		goto out;
-	if (!sp_cli_load(a.operands[0], &flt, &in))
+	if (!sp_cli_load_set(a.operands, (size_t)a.n_operands, &flt, &set) ||
+	    !sp_cli_set_merge(&set, a.operands, per_process, ops ? &by_op : NULL))
 		goto out;
-	model = in.model;
-	if (ops) {
-		view = sp_cli_view(a.operands[0], in.model, SP_ROLLUP_OP);
-		if (!view)
-			goto out;
-		model = sp_view_model(view);
-	}
 	out = sp_cli_open_output(output);
 	if (!out)
 		goto out;
-	int err = sp_collapse_write(model, &co, out);
-	rc = sp_cli_end_output(out, output, err, sp_cli_partial(&in));
+	int err = sp_collapse_write(set.model, &co, out);
+	rc = sp_cli_end_output(out, output, err, sp_cli_set_partial(&set));
 out:
-	sp_view_free(view);
-	sp_cli_unload(&in);
+	sp_cli_set_release(&set);
 	sp_cli_filters_release(&flt);
 	sp_cli_args_release(&a);
 	return rc;

@@ -44,26 +44,30 @@ static const struct sp_cli_opt sp_flamegraph_opts[] = {
     SP_CLI_OPT_FRAME("'func (file:line)'"),
     SP_CLI_OPT_INLINE_MARK,
     SP_CLI_OPT_PER_THREAD,
+    SP_CLI_OPT_PER_PROCESS,
     SP_CLI_OPTS_FILTERS,
     {0, 0, NULL, NULL, NULL},
 };
 
 static const struct sp_cli_cmd sp_flamegraph_cmd = {
     .name = "flamegraph",
-    .synopsis = "[options] PROFILE -o OUT.svg",
+    .synopsis = "[options] PROFILE... -o OUT.svg",
     .about = "Writes a self-contained interactive flame graph (SVG with a small\n"
 	     "script; open it in a browser): click a frame to zoom, 'Reset Zoom' to\n"
 	     "go back, Search (or Ctrl-F) highlights frames matching a regular\n"
 	     "expression and shows their share, tooltips show time and percentage.\n"
 	     "Frames narrower than --minwidth are left out so that huge profiles stay\n"
 	     "small and fast. File names are shortened as --strip-path auto does\n"
-	     "(--strip-path none keeps them whole).\n",
+	     "(--strip-path none keeps them whole). Several PROFILEs (a run's PATH\n"
+	     "and its PATH.<pid> children) are drawn as one; --per-process puts each\n"
+	     "process at the root.\n",
     .opts = sp_flamegraph_opts,
     .more = "examples:\n"
 	    "  stackprof flamegraph rn.prof -o rn.svg\n"
 	    "  stackprof flamegraph rn.prof --frame func --reverse --title ResNet18 -o icicle.svg\n"
 	    "  stackprof flamegraph after.prof --diff before.prof --normalize -o diff.svg\n"
-	    "  stackprof flamegraph torch.prof --ops --title 'ResNet18 operators' -o ops.svg\n",
+	    "  stackprof flamegraph torch.prof --ops --title 'ResNet18 operators' -o ops.svg\n"
+	    "  stackprof flamegraph pool.prof pool.prof.* --per-process -o pool.svg\n",
 };
 
 /* "2", "0.5px" or "0.1%". */
@@ -85,10 +89,10 @@ int sp_cmd_flamegraph(int argc, char **argv)
 	struct sp_cli_filters flt;
 	struct sp_cli_args a;
 	const char *output = "-", *base_path = NULL;
-	struct sp_cli_input in = {0}, base = {0};
-	struct sp_view *views[2] = {NULL, NULL};
+	struct sp_cli_set set = {0}, base = {0};
+	const enum sp_view_by by_op = SP_VIEW_OP;
 	const struct sp_model *models[2];
-	bool ops = false;
+	bool ops = false, per_process = false;
 	FILE *out = NULL;
 	unsigned long v;
 	int rc = SP_EXIT_USAGE, c;
@@ -147,6 +151,9 @@ int sp_cmd_flamegraph(int argc, char **argv)
 		case SP_OPT_PER_THREAD:
 			flt.mo.per_thread = true;
 			break;
+		case SP_OPT_PER_PROCESS:
+			per_process = true;
+			break;
 		default:
 			if (sp_cli_filter(&a, c, &flt) < 0)
 				goto out;
@@ -157,7 +164,7 @@ int sp_cmd_flamegraph(int argc, char **argv)
 		rc = a.rc;
 		goto out;
 	}
-	if (!sp_cli_operands(&a, 1, "one PROFILE"))
+	if (!sp_cli_operands_some(&a, "a PROFILE, or several"))
 		goto out;
 	if (fo.normalize && !base_path) {
 		sp_cli_bad(&a, "--normalize needs --diff BASE");
@@ -173,33 +180,28 @@ int sp_cmd_flamegraph(int argc, char **argv)
 	rc = SP_EXIT_ERROR;
 	if (!sp_cli_output_ok(output))
 		goto out;
-	if (!sp_cli_load(a.operands[0], &flt, &in) ||
-	    (base_path && !sp_cli_load(base_path, &flt, &base)))
+	/* the base of a --diff is one profile, as given */
+	char *base_paths[1] = {(char *)base_path};
+	if (!sp_cli_load_set(a.operands, (size_t)a.n_operands, &flt, &set) ||
+	    !sp_cli_set_merge(&set, a.operands, per_process, ops ? &by_op : NULL) ||
+	    (base_path && (!sp_cli_load_set(base_paths, 1, &flt, &base) ||
+			   !sp_cli_set_merge(&base, base_paths, per_process, ops ? &by_op : NULL))))
 		goto out;
-	if (!in.model->total_samples)
+	if (!set.model->total_samples)
 		sp_cli_warn("%s: no samples%s; the graph is empty", a.operands[0],
 			    flt.threads || flt.mo.range ? " match the filters" : "");
-	models[0] = in.model;
-	models[1] = base.model;
-	if (ops) {
-		views[0] = sp_cli_view(a.operands[0], in.model, SP_ROLLUP_OP);
-		views[1] = base_path ? sp_cli_view(base_path, base.model, SP_ROLLUP_OP) : NULL;
-		if (!views[0] || (base_path && !views[1]))
-			goto out;
-		models[0] = sp_view_model(views[0]);
-		models[1] = views[1] ? sp_view_model(views[1]) : NULL;
-	}
+	models[0] = set.model;
+	models[1] = base_path ? base.model : NULL;
 	out = sp_cli_open_output(output);
 	if (!out)
 		goto out;
 	int err = sp_flamegraph_write(models[0], models[1], &fo, out);
 	/* a cut-off profile still drew what it had, but the run must not look clean */
-	rc = sp_cli_end_output(out, output, err, sp_cli_partial(&in) || sp_cli_partial(&base));
+	rc = sp_cli_end_output(out, output, err,
+			       sp_cli_set_partial(&set) || sp_cli_set_partial(&base));
 out:
-	sp_view_free(views[0]);
-	sp_view_free(views[1]);
-	sp_cli_unload(&in);
-	sp_cli_unload(&base);
+	sp_cli_set_release(&set);
+	sp_cli_set_release(&base);
 	sp_cli_filters_release(&flt);
 	sp_cli_args_release(&a);
 	return rc;

@@ -33,23 +33,25 @@ static const struct sp_cli_opt sp_table_opts[] = {
     SP_CLI_OPT_SORT_BY("self_cpu_time_total (default), cpu_time_total or count\n"
 		       "(top's self, total and samples are the same keys)"),
     SP_CLI_OPT_ROW_LIMIT("default 100"),
+    SP_CLI_OPT_PER_PROCESS,
     SP_CLI_OPT_OUTPUT,
     SP_CLI_OPTS_FILTERS,
     {0, 0, NULL, NULL, NULL},
 };
 
-/* Whether m has a Python frame (the profile read Python's frames). */
-static bool sp_has_python(const struct sp_model *m)
+/* Whether one of set's models has a Python frame (the profile read Python's frames). */
+static bool sp_has_python(const struct sp_cli_set *set)
 {
-	for (size_t i = 0; i < m->n_frames; i++)
-		if (m->frames[i].kind == SP_MFRAME_PYTHON)
-			return true;
+	for (size_t k = 0; k < set->n; k++)
+		for (size_t i = 0; i < set->in[k].model->n_frames; i++)
+			if (set->in[k].model->frames[i].kind == SP_MFRAME_PYTHON)
+				return true;
 	return false;
 }
 
 static const struct sp_cli_cmd sp_table_cmd = {
     .name = "table",
-    .synopsis = "[options] PROFILE",
+    .synopsis = "[options] PROFILE...",
     .about = "Prints the summary torch.profiler prints with\n"
 	     "prof.key_averages(group_by_stack_n=N).table(sort_by=KEY, row_limit=N):\n"
 	     "one row per function (and, with N > 0, per distinct N innermost frames\n"
@@ -76,11 +78,15 @@ static const struct sp_cli_cmd sp_table_cmd = {
 	     "function's starts with its own line (so its rows split by line).\n"
 	     "--aggregate-by module-path makes them nn.Module paths (ResNet/layer1/0),\n"
 	     "self time the innermost module's, total time each enclosing module's;\n"
-	     "samples in none are '[no module]'.\n",
+	     "samples in none are '[no module]'.\n"
+	     "Several PROFILEs (a run's PATH and its PATH.<pid> children) are read\n"
+	     "as one; --per-process adds each process as a row, a root above its\n"
+	     "functions.\n",
     .opts = sp_table_opts,
     .more = "examples:\n"
 	    "  stackprof table rn.prof --group-by-stack-n 5 --row-limit 5\n"
 	    "  stackprof table rn.prof --sort-by cpu_time_total --row-limit 10\n"
+	    "  stackprof table pool.prof pool.prof.* --row-limit 10\n"
 	    "  stackprof table torch.prof --aggregate-by op --row-limit 10\n"
 	    "  stackprof table torch.prof --aggregate-by op --group-by-stack-n 3\n"
 	    "  stackprof table torch.prof --aggregate-by module-path --sort-by cpu_time_total\n",
@@ -92,10 +98,9 @@ int sp_cmd_table(int argc, char **argv)
 	struct sp_cli_filters flt;
 	struct sp_cli_args a;
 	const char *output = "-";
-	struct sp_cli_input in = {0};
+	struct sp_cli_set set = {0};
 	enum sp_rollup_by by = SP_ROLLUP_FUNCTION;
-	struct sp_view *view = NULL;
-	const struct sp_model *model;
+	bool per_process = false;
 	FILE *out = NULL;
 	unsigned long v;
 	int rc = SP_EXIT_USAGE, c;
@@ -135,6 +140,9 @@ int sp_cmd_table(int argc, char **argv)
 				goto out;
 			}
 			break;
+		case SP_OPT_PER_PROCESS:
+			per_process = true;
+			break;
 		case 'o':
 			output = a.value;
 			break;
@@ -148,7 +156,7 @@ int sp_cmd_table(int argc, char **argv)
 		rc = a.rc;
 		goto out;
 	}
-	if (!sp_cli_operands(&a, 1, "one PROFILE"))
+	if (!sp_cli_operands_some(&a, "a PROFILE, or several"))
 		goto out;
 	if (to.python_stack && by == SP_ROLLUP_MODULE_PATH) {
 		sp_cli_bad(&a, "--python-stack: module paths have no stack entries; it "
@@ -159,37 +167,33 @@ int sp_cmd_table(int argc, char **argv)
 	rc = SP_EXIT_ERROR;
 	if (!sp_cli_output_ok(output))
 		goto out;
-	if (!sp_cli_load(a.operands[0], &flt, &in))
+	if (!sp_cli_load_set(a.operands, (size_t)a.n_operands, &flt, &set))
 		goto out;
-	model = in.model;
 	/* operators by their Python callers, as with_stack groups them, when
 	 * the profile has Python frames to show */
-	bool python = sp_has_python(in.model);
+	bool python = sp_has_python(&set);
 	to.python_callers = by == SP_ROLLUP_OP && to.stack_n && python;
 	if (to.python_stack && to.stack_n && by == SP_ROLLUP_FUNCTION && !python)
 		sp_cli_warn("%s: --python-stack: the profile has no Python frames; the "
 			    "Source Location lists native ones",
 			    a.operands[0]);
 	to.python_stack = to.python_stack && by == SP_ROLLUP_FUNCTION && python;
-	if (to.python_callers || by != SP_ROLLUP_FUNCTION) {
-		view = to.python_callers
-			   ? sp_cli_view_of(a.operands[0], in.model, SP_VIEW_OP_PYTHON)
-			   : sp_cli_view(a.operands[0], in.model, by);
-		if (!view)
-			goto out;
-		model = sp_view_model(view);
-	}
-	if (!in.model->total_samples)
+	enum sp_view_by vb = to.python_callers		   ? SP_VIEW_OP_PYTHON
+			     : by == SP_ROLLUP_MODULE_PATH ? SP_VIEW_MODULE_PATH
+							   : SP_VIEW_OP;
+	if (!sp_cli_set_merge(&set, a.operands, per_process,
+			      to.python_callers || by != SP_ROLLUP_FUNCTION ? &vb : NULL))
+		goto out;
+	if (!set.model->total_samples)
 		sp_cli_warn("%s: no samples%s", a.operands[0],
 			    flt.threads || flt.mo.range ? " match the filters" : "");
 	out = sp_cli_open_output(output);
 	if (!out)
 		goto out;
-	int err = sp_table_write(model, &to, out);
-	rc = sp_cli_end_output(out, output, err, sp_cli_partial(&in));
+	int err = sp_table_write(set.model, &to, out);
+	rc = sp_cli_end_output(out, output, err, sp_cli_set_partial(&set));
 out:
-	sp_view_free(view);
-	sp_cli_unload(&in);
+	sp_cli_set_release(&set);
 	sp_cli_filters_release(&flt);
 	sp_cli_args_release(&a);
 	return rc;

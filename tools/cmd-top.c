@@ -47,6 +47,10 @@ static const struct sp_cli_opt sp_top_opts[] = {
      "a row per thread and KEY: the same function in two\n"
      "threads is two rows, its thread (\"name-tid\", as\n"
      "the other views' roots read) in a Thread column"},
+    {SP_OPT_PER_PROCESS, 0, "per-process", NULL,
+     "a row per process and KEY, its process (\"python3\n"
+     "(pid N)\") in a Process column: the PROFILEs of one\n"
+     "run side by side"},
     SP_CLI_OPT_OUTPUT,
     SP_CLI_OPTS_FILTERS,
     {0, 0, NULL, NULL, NULL},
@@ -54,16 +58,19 @@ static const struct sp_cli_opt sp_top_opts[] = {
 
 static const struct sp_cli_cmd sp_top_cmd = {
     .name = "top",
-    .synopsis = "[options] PROFILE",
+    .synopsis = "[options] PROFILE...",
     .about = "Lists the functions (or files, modules, threads, aten operators, nn.Module\n"
 	     "paths) with the most CPU time, in the spirit of MegEngine's profile_analyze.\n"
 	     "Self time counts samples where the function is the leaf; total time\n"
 	     "samples where it appears at all (once per sample under recursion). By\n"
 	     "operator, a sample is its innermost at::_ops::NAME::call's (aten::NAME),\n"
-	     "whatever runs under it; samples with none are '[no operator]'.\n",
+	     "whatever runs under it; samples with none are '[no operator]'.\n"
+	     "Several PROFILEs (a run's PATH and its PATH.<pid> children) are read\n"
+	     "as one: their samples add up, function by function.\n",
     .opts = sp_top_opts,
     .more = "examples:\n"
 	    "  stackprof top rn.prof --row-limit 10\n"
+	    "  stackprof top pool.prof pool.prof.* --per-process\n"
 	    "  stackprof top rn.prof --name '^(conv|gemm)' --sort-by total\n"
 	    "  stackprof top rn.prof --aggregate-by module --percent-above 1\n"
 	    "  stackprof top rn.prof --min-time 10ms --sort-by +self\n"
@@ -79,7 +86,8 @@ int sp_cmd_top(int argc, char **argv)
 	struct sp_cli_filters flt;
 	struct sp_cli_args a;
 	const char *output = "-";
-	struct sp_cli_input in = {0};
+	struct sp_cli_set set = {0};
+	bool per_process = false;
 	FILE *out = NULL;
 	regex_t re;
 	bool have_re = false;
@@ -136,6 +144,9 @@ int sp_cmd_top(int argc, char **argv)
 		case SP_OPT_PER_THREAD:
 			flt.mo.per_thread = to.per_thread = true;
 			break;
+		case SP_OPT_PER_PROCESS:
+			per_process = to.per_process = true;
+			break;
 		case 'o':
 			output = a.value;
 			break;
@@ -149,7 +160,7 @@ int sp_cmd_top(int argc, char **argv)
 		rc = a.rc;
 		goto out;
 	}
-	if (!sp_cli_operands(&a, 1, "one PROFILE"))
+	if (!sp_cli_operands_some(&a, "a PROFILE, or several"))
 		goto out;
 	if (to.max_ns && to.max_ns < to.min_ns) {
 		sp_cli_bad(&a, "--max-time is below --min-time: no row can match");
@@ -159,18 +170,24 @@ int sp_cmd_top(int argc, char **argv)
 	rc = SP_EXIT_ERROR;
 	if (!sp_cli_output_ok(output))
 		goto out;
-	if (!sp_cli_load(a.operands[0], &flt, &in))
+	/* merged, an operator or module-path view is made per profile first */
+	enum sp_view_by vb = to.by == SP_ROLLUP_OP ? SP_VIEW_OP : SP_VIEW_MODULE_PATH;
+	to.viewed = (a.n_operands > 1 || per_process) &&
+		    (to.by == SP_ROLLUP_OP || to.by == SP_ROLLUP_MODULE_PATH);
+	if (!sp_cli_load_set(a.operands, (size_t)a.n_operands, &flt, &set) ||
+	    !sp_cli_set_merge(&set, a.operands, per_process, to.viewed ? &vb : NULL))
 		goto out;
-	sp_cli_hint_by(a.operands[0], in.prof, to.by);
+	if (!to.viewed)
+		sp_cli_hint_by(a.operands[0], set.in[0].prof, to.by);
 	out = sp_cli_open_output(output);
 	if (!out)
 		goto out;
-	int err = sp_top_write(in.model, &to, out);
-	rc = sp_cli_end_output(out, output, err, sp_cli_partial(&in));
+	int err = sp_top_write(set.model, &to, out);
+	rc = sp_cli_end_output(out, output, err, sp_cli_set_partial(&set));
 out:
 	if (have_re)
 		regfree(&re);
-	sp_cli_unload(&in);
+	sp_cli_set_release(&set);
 	sp_cli_filters_release(&flt);
 	sp_cli_args_release(&a);
 	return rc;
