@@ -226,7 +226,7 @@ enum {
 	     "default they are folded away"},                                                      \
 	    {SP_OPT_NO_MODULE_CLASS, 0, "no-module-class", NULL,                                   \
 	     "module paths without their module's class: features/0/1,\n"                          \
-	     "not features/0/1 (BatchNorm2d)"},                                                      \
+	     "not features/0/1 (BatchNorm2d)"},                                                    \
 	    {SP_OPT_BASENAMES, 0, "basenames", NULL, "file names without directories"},            \
 	    {SP_OPT_STRIP_PATH, 0, "strip-path", "PREFIX",                                         \
 	     "remove PREFIX from the start of file names; 'auto'\n"                                \
@@ -272,6 +272,20 @@ struct sp_profile *sp_cli_read_profile(const char *path);
  */
 struct sp_model *sp_cli_build_model(const char *path, const struct sp_profile *prof,
 				    const struct sp_model_opts *mo);
+
+/*
+ * The build-id cache's directory (symbolize/bidcache.h): $STACKPROF_CACHE_DIR,
+ * else $XDG_CACHE_HOME/stackprof, else $HOME/.cache/stackprof; NULL if none
+ * of those is set. Borrowed (a static buffer).
+ */
+const char *sp_cli_cache_dir(void);
+
+/*
+ * The cache's bound in bytes: $STACKPROF_CACHE_MAX (a number, optionally
+ * with K, M or G), else SP_BIDCACHE_DEFAULT_MAX. 0: keep no copies. A bad
+ * value is warned about and the default kept.
+ */
+uint64_t sp_cli_cache_max(void);
 
 /* "stdout" for "-" (and NULL), else path: the one name error messages use. */
 const char *sp_cli_output_name(const char *path);
