@@ -75,7 +75,8 @@ static int sp_bidcache_mkdirs(const char *path)
 		if (*p != '/')
 			continue;
 		*p = '\0';
-		if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+		/* private, as the binaries may be: like ~/.cache itself */
+		if (mkdir(tmp, 0700) < 0 && errno != EEXIST)
 			return -errno;
 		*p = '/';
 	}
@@ -84,7 +85,7 @@ static int sp_bidcache_mkdirs(const char *path)
 
 static int sp_bidcache_copy(int in, int out)
 {
-	static char buf[1 << 16];
+	char buf[1 << 16];
 	for (;;) {
 		ssize_t got = read(in, buf, sizeof(buf));
 		if (got < 0 && errno == EINTR)
@@ -138,7 +139,7 @@ int sp_bidcache_add(const char *dir, const char *path, const uint8_t *id, size_t
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", dest, (int)getpid());
 	if ((rc = sp_bidcache_mkdirs(dest)))
 		goto out;
-	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (out < 0) {
 		rc = -errno;
 		goto out;
