@@ -887,7 +887,8 @@ struct sp_model *sp_model_build(const struct sp_profile *prof, const struct sp_m
 	m->sym = sp_symbolizer_new(b.o->sym_flags);
 	b.range_frame = malloc((prof->n_ranges + 1) * sizeof(*b.range_frame));
 	b.range_keep = malloc(prof->n_ranges + 1);
-	if (!m->sym || !b.range_frame || !b.range_keep)
+	if (!m->sym || !b.range_frame || !b.range_keep ||
+	    sp_symbolizer_set_cache_dir(m->sym, b.o->cache_dir))
 		goto out;
 	memset(b.range_frame, 0xff, (prof->n_ranges + 1) * sizeof(*b.range_frame));
 	memset(b.range_keep, -1, prof->n_ranges + 1);

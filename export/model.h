@@ -91,6 +91,7 @@ struct sp_model_opts {
 	size_t n_tids;
 	const char *range;	/* keep only samples inside a range of this name */
 	const char *search_dir; /* extra directory to look for modules by basename */
+	const char *cache_dir;	/* build-id cache for rebuilt or missing modules, or NULL */
 	bool all_samples;	/* keep samples outside the profile's windows too */
 	/* File names in frames: these prefixes are removed from their start (the
 	 * first that matches), and with short_paths build trees too (see

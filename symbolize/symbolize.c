@@ -10,13 +10,17 @@
 #include "symbolize/symbolize.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "symbolize/addrmap.h"
 #include "symbolize/arena.h"
+#include "symbolize/bidcache.h"
 #include "symbolize/module.h"
 #include "symbolize/rangemap.h"
 
@@ -73,6 +77,7 @@ struct sp_symbolizer {
 	char *warnings;
 	size_t warn_len;
 	size_t warn_cap;
+	char *cache_dir; /* the build-id cache, or NULL */
 };
 
 struct sp_symbolizer *sp_symbolizer_new(unsigned flags)
@@ -103,6 +108,16 @@ static void sp_modfile_free(struct sp_modfile *f)
 	free(f);
 }
 
+int sp_symbolizer_set_cache_dir(struct sp_symbolizer *s, const char *dir)
+{
+	char *copy = NULL;
+	if (dir && !(copy = strdup(dir)))
+		return -ENOMEM;
+	free(s->cache_dir);
+	s->cache_dir = copy;
+	return 0;
+}
+
 void sp_symbolizer_free(struct sp_symbolizer *s)
 {
 	if (!s)
@@ -119,6 +134,7 @@ void sp_symbolizer_free(struct sp_symbolizer *s)
 	sp_addrmap_release(&s->cache[1]);
 	sp_arena_release(&s->arena);
 	free(s->warnings);
+	free(s->cache_dir);
 	free(s);
 }
 
@@ -282,6 +298,44 @@ static int sp_symbolizer_maps(struct sp_symbolizer *s)
 	return 0;
 }
 
+/*
+ * The file at the recorded path is gone or rebuilt (rc, why): open the copy
+ * the build-id cache keeps of that build instead. Reading it refreshes its
+ * mtime, so the entries in use are the last evicted. Without a copy, why
+ * says how to keep one next time.
+ */
+static int sp_modfile_open_cached(struct sp_symbolizer *s, struct sp_modfile *f, int rc, char *why,
+				  size_t why_len)
+{
+	char path[4096], cwhy[256];
+	size_t n = strlen(why);
+	if (sp_bidcache_path(s->cache_dir, f->build_id, f->build_id_len, path, sizeof(path)) ||
+	    access(path, R_OK) != 0) {
+		snprintf(why + n, why_len - n,
+			 "; no copy in the build-id cache (`stackprof run` keeps one of the "
+			 "program's own binaries, `stackprof cache add` of any)");
+		return rc;
+	}
+	int crc = sp_module_open(path, f->build_id, f->build_id_len, s->flags, &f->mod, cwhy,
+				 sizeof(cwhy));
+	if (crc == -ENOMEM)
+		return crc;
+	if (crc < 0) {
+		snprintf(why + n, why_len - n, "; its copy in the build-id cache: %s", cwhy);
+		return rc;
+	}
+	utimensat(AT_FDCWD, path, NULL, 0);
+	/* not "not used": the names are right, so commands stay quiet and
+	 * `stackprof info` says where they came from */
+	if (rc == -ESTALE)
+		snprintf(why, why_len,
+			 "rebuilt since the run; read from the copy of that build in %.400s", path);
+	else
+		snprintf(why, why_len,
+			 "gone since the run; read from the copy of that build in %.400s", path);
+	return 0;
+}
+
 /* Opens a file on its first use; a file that cannot be used warns once. */
 static int sp_modfile_open(struct sp_symbolizer *s, struct sp_modfile *f)
 {
@@ -298,6 +352,8 @@ static int sp_modfile_open(struct sp_symbolizer *s, struct sp_modfile *f)
 	} else {
 		rc = sp_module_open(f->path, f->build_id, f->build_id_len, s->flags, &f->mod, why,
 				    sizeof(why));
+		if (rc < 0 && rc != -ENOMEM && f->build_id_len && s->cache_dir)
+			rc = sp_modfile_open_cached(s, f, rc, why, sizeof(why));
 	}
 	if (rc == -ENOMEM)
 		return rc;

@@ -67,6 +67,15 @@ struct sp_symbolizer *sp_symbolizer_new(unsigned flags);
 void sp_symbolizer_free(struct sp_symbolizer *s);
 
 /*
+ * Sets the build-id cache (symbolize/bidcache.h) to read from, or none with
+ * NULL (the default). A module whose file is missing, or has another
+ * build-id than the one recorded, is then read from the cache's copy of
+ * that build, if it has one; the warning kept says so. Call before the
+ * first lookup. Returns 0 or -ENOMEM.
+ */
+int sp_symbolizer_set_cache_dir(struct sp_symbolizer *s, const char *dir);
+
+/*
  * Adds the ELF file at path, mapped so that runtime address = ELF vaddr +
  * bias, covering [start, end). build_id (may be NULL / 0 length) is what was
  * recorded at run time: if the file's build-id differs, the module is not

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "symbolize/bidcache.h"
+
 void sp_cli_error(const char *fmt, ...)
 {
 	va_list ap;
@@ -432,9 +434,53 @@ static bool sp_cli_warning_matters(const char *line, size_t len)
 	return false;
 }
 
-struct sp_model *sp_cli_build_model(const char *path, const struct sp_profile *prof,
-				    const struct sp_model_opts *mo)
+const char *sp_cli_cache_dir(void)
 {
+	static char dir[4096];
+	const char *v = getenv("STACKPROF_CACHE_DIR");
+	if (v && v[0])
+		snprintf(dir, sizeof(dir), "%s", v);
+	else if ((v = getenv("XDG_CACHE_HOME")) && v[0] == '/')
+		snprintf(dir, sizeof(dir), "%s/stackprof", v);
+	else if ((v = getenv("HOME")) && v[0])
+		snprintf(dir, sizeof(dir), "%s/.cache/stackprof", v);
+	else
+		return NULL;
+	return dir;
+}
+
+uint64_t sp_cli_cache_max(void)
+{
+	const char *v = getenv("STACKPROF_CACHE_MAX");
+	if (!v || !v[0])
+		return SP_BIDCACHE_DEFAULT_MAX;
+	char *end;
+	errno = 0;
+	unsigned long long n = strtoull(v, &end, 10);
+	unsigned shift = 0;
+	if (*end == 'K' || *end == 'k')
+		shift = 10;
+	else if (*end == 'M' || *end == 'm')
+		shift = 20;
+	else if (*end == 'G' || *end == 'g')
+		shift = 30;
+	if (shift)
+		end++;
+	if (errno || end == v || *end || v[0] == '-' || n > (UINT64_MAX >> shift)) {
+		sp_cli_warn("STACKPROF_CACHE_MAX=%s is not a size (bytes, or with K, M or G); "
+			    "using 1G",
+			    v);
+		return SP_BIDCACHE_DEFAULT_MAX;
+	}
+	return (uint64_t)n << shift;
+}
+
+struct sp_model *sp_cli_build_model(const char *path, const struct sp_profile *prof,
+				    const struct sp_model_opts *opts)
+{
+	struct sp_model_opts mo_cached = *opts, *mo = &mo_cached;
+	if (!mo->cache_dir)
+		mo->cache_dir = sp_cli_cache_dir();
 	struct sp_model *m = sp_model_build(prof, mo);
 	if (!m) {
 		sp_cli_error("%s: %s", path, strerror(errno));

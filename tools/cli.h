@@ -287,6 +287,20 @@ struct sp_profile *sp_cli_read_profile(const char *path);
 struct sp_model *sp_cli_build_model(const char *path, const struct sp_profile *prof,
 				    const struct sp_model_opts *mo);
 
+/*
+ * The build-id cache's directory (symbolize/bidcache.h): $STACKPROF_CACHE_DIR,
+ * else $XDG_CACHE_HOME/stackprof, else $HOME/.cache/stackprof; NULL if none
+ * of those is set. Borrowed (a static buffer).
+ */
+const char *sp_cli_cache_dir(void);
+
+/*
+ * The cache's bound in bytes: $STACKPROF_CACHE_MAX (a number, optionally
+ * with K, M or G), else SP_BIDCACHE_DEFAULT_MAX. 0: keep no copies. A bad
+ * value is warned about and the default kept.
+ */
+uint64_t sp_cli_cache_max(void);
+
 /* "stdout" for "-" (and NULL), else path: the one name error messages use. */
 const char *sp_cli_output_name(const char *path);
 

@@ -267,6 +267,7 @@ int sp_cmd_info(int argc, char **argv)
 		memset(&mo, 0, sizeof(mo));
 		mo.no_ranges = true;
 		mo.all_samples = true; /* info describes the whole file */
+		mo.cache_dir = sp_cli_cache_dir();
 		m = sp_model_build(p, &mo);
 	}
 	sp_info_print(stdout, a.operands[0], p, m, modules);

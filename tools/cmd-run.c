@@ -38,6 +38,7 @@
 #include "tools/summary.h"
 #include "format/manifest.h"
 #include "format/schedule.h"
+#include "symbolize/bidcache.h"
 
 enum {
 	OPT_TIMER = 256,
@@ -49,6 +50,7 @@ enum {
 	OPT_SCHEDULE,
 	OPT_PAUSED,
 	OPT_ALL_SAMPLES,
+	OPT_NO_CACHE,
 };
 
 static const struct sp_cli_opt sp_run_opts[] = {
@@ -108,6 +110,8 @@ static const struct sp_cli_opt sp_run_opts[] = {
     {OPT_PAUSED, 0, "paused", NULL, "start with sampling off (stackprof_start() turns it on)"},
     {OPT_ALL_SAMPLES, 0, "all-samples", NULL,
      "summarize samples outside the program's profile()\nwindows too"},
+    {OPT_NO_CACHE, 0, "no-cache", NULL,
+     "keep no copy of the program's binaries in the\nbuild-id cache (see `stackprof cache`)"},
     {0, 0, NULL, NULL, NULL},
 };
 
@@ -159,6 +163,12 @@ static const struct sp_cli_cmd sp_run_cmd = {
 	    "  STACKPROF_MANIFEST    file to which each profiled process appends its path,\n"
 	    "                        and '!error ERRNO PATH' if writing it failed\n"
 	    "  STACKPROF_LIB         (for this command) path of libstackprof.so to preload\n"
+	    "  STACKPROF_CACHE_DIR, STACKPROF_CACHE_MAX  (for this command) the build-id\n"
+	    "                        cache and its bound (see `stackprof cache --help`)\n"
+	    "when CMD ends, this command copies the program's own binaries (the modules\n"
+	    "of its profiles outside /usr, /lib*, /bin, /sbin, /opt, /snap, /nix/store and\n"
+	    "installed Python packages) into the build-id cache, so that the profile still\n"
+	    "reads with the right names once they are rebuilt; --no-cache keeps none.\n"
 	    "this command also sets DNNL_JIT_PROFILE=2 unless set, so oneDNN's JIT kernels\n"
 	    "are named (from /tmp/perf-<pid>.map, copied into the profile), and puts the\n"
 	    "stackprof Python package first on PYTHONPATH, so that a script can\n"
@@ -179,6 +189,7 @@ struct sp_run_opts {
 	const char *freq, *timer, *unwind, *max_depth, *flush_ms, *schedule;
 	unsigned long top;
 	bool summary, paused, all_samples;
+	bool no_cache;
 };
 
 /* A write error a profiled process reported in the manifest. */
@@ -214,6 +225,9 @@ struct sp_run {
 	size_t swapped; /* or it swapped places with files[swapped], the first image's now */
 	struct sp_run_error *errors;
 	size_t nerrors;
+	const char *cache_dir; /* the build-id cache; NULL: keep no copies */
+	uint64_t cache_max;
+	bool cache_warned;
 };
 
 /* ---- options -------------------------------------------------------------- */
@@ -291,6 +305,9 @@ static bool sp_run_parse(struct sp_run *r, struct sp_cli_args *a)
 			break;
 		case OPT_NO_SUMMARY:
 			o->summary = false;
+			break;
+		case OPT_NO_CACHE:
+			o->no_cache = true;
 			break;
 		case OPT_SCHEDULE: {
 			/* the library's own parser: what passes here, it takes */
@@ -842,6 +859,37 @@ static int sp_run_write_error(const struct sp_run *r, const char *path)
 	return 0;
 }
 
+static bool sp_same_file(const char *a, const char *b)
+{
+	struct stat x, y;
+	return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+/*
+ * Copies the program's own binaries that p recorded (not the system's, not
+ * stackprof's library) into the build-id cache, so that p still reads
+ * after a rebuild. A binary rebuilt during the run (its build-id is no
+ * longer the one recorded) or too large for the cache is left out quietly;
+ * other failures (a full disk) are said once.
+ */
+static void sp_run_keep_binaries(struct sp_run *r, const struct sp_profile *p)
+{
+	for (size_t i = 0; r->cache_dir && i < p->n_modules; i++) {
+		const struct sp_prof_module *m = &p->modules[i];
+		if (!m->path || m->path[0] != '/' || m->image || !m->build_id_len ||
+		    sp_bidcache_is_system(m->path) || sp_same_file(m->path, r->lib))
+			continue;
+		int rc = sp_bidcache_add(r->cache_dir, m->path, m->build_id, m->build_id_len,
+					 r->cache_max);
+		if (rc < 0 && rc != -ESTALE && rc != -EFBIG && rc != -ENOENT && rc != -ENODATA &&
+		    !r->cache_warned) {
+			r->cache_warned = true;
+			sp_cli_warn("run: cannot keep a copy of %s in the build-id cache %s: %s",
+				    m->path, r->cache_dir, strerror(-rc));
+		}
+	}
+}
+
 /*
  * Reads profile k once, for what the run does after the program: its
  * samples and pid (0 and -1 if it can't be read), and whether it is bare:
@@ -864,6 +912,8 @@ static void sp_run_inspect(struct sp_run *r, size_t k)
 	}
 	if (!p)
 		return;
+	if (n)
+		sp_run_keep_binaries(r, p);
 	char map[64];
 	snprintf(map, sizeof(map), "/tmp/perf-%d.map", p->header.pid);
 	struct stat st;
@@ -871,12 +921,6 @@ static void sp_run_inspect(struct sp_run *r, size_t k)
 	    st.st_uid == getuid())
 		unlink(map);
 	sp_profile_free(p);
-}
-
-static bool sp_same_file(const char *a, const char *b)
-{
-	struct stat x, y;
-	return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
 }
 
 /*
@@ -937,7 +981,7 @@ static int sp_run_collect(struct sp_run *r)
 		r->bare = NULL;
 		r->cuts = NULL;
 	}
-	if (r->set_jit || r->samples)
+	if (r->set_jit || r->samples || r->cache_dir)
 		for (size_t k = 0; k < r->nfiles; k++)
 			sp_run_inspect(r, k);
 	if (r->nfiles && sp_run_write_error(r, r->files[0]))
@@ -1340,6 +1384,8 @@ int sp_cmd_run(int argc, char **argv)
 	if ((rc = sp_run_check_output(&r)) || (rc = sp_run_prepare(&r)) ||
 	    (rc = sp_run_spawn(&r)) || (rc = sp_run_wait(&r)))
 		goto out;
+	if (!r.o.no_cache && !r.discard && (r.cache_max = sp_cli_cache_max()))
+		r.cache_dir = sp_cli_cache_dir();
 	rc = sp_run_collect(&r);
 	sp_run_tidy(&r);
 	sp_run_report(&r);

@@ -15,5 +15,6 @@ int sp_cmd_diff(int argc, char **argv);
 int sp_cmd_flamegraph(int argc, char **argv);
 int sp_cmd_export(int argc, char **argv);
 int sp_cmd_symbolize(int argc, char **argv);
+int sp_cmd_cache(int argc, char **argv);
 
 #endif

@@ -18,6 +18,7 @@ static const struct sp_command sp_commands[] = {
     {"flamegraph", sp_cmd_flamegraph, "write an interactive flame graph SVG"},
     {"export", sp_cmd_export, "write pprof, Chrome trace (Perfetto) or speedscope files"},
     {"symbolize", sp_cmd_symbolize, "addr2line-compatible address lookup (-e ELF ADDR...)"},
+    {"cache", sp_cmd_cache, "keep copies of binaries by build-id, for after a rebuild"},
 };
 
 static const char sp_usage_head[] =

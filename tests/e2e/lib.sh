@@ -9,6 +9,9 @@ BIN="$BUILD/tests/bin"
 TMP=$(mktemp -d /tmp/stackprof-test.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 cd "$TMP" || exit 1
+# `stackprof run` copies the programs' own binaries into the build-id cache:
+# the test's, never the user's ~/.cache
+export STACKPROF_CACHE_DIR="$TMP/buildid-cache"
 FAILED=0
 
 say() { printf '%s\n' "$*"; }

@@ -1,8 +1,9 @@
 #!/bin/bash
 # Offline use: a profile copied to another directory still finds its
 # binaries by their recorded paths; a binary whose build-id no longer matches
-# the one recorded is reported and not used (frames fall back to
-# module+offset instead of wrong names); the vDSO, in no file, is named
+# the one recorded is read from the run's copy in the build-id cache, and
+# without one, reported and not used (frames fall back to module+offset
+# instead of wrong names); the vDSO, in no file, is named
 # from the image the profile carries.
 . "$(dirname "$0")/lib.sh"
 SRC="$SP_SOURCE_DIR/workloads/programs/chain.c"
@@ -15,8 +16,14 @@ mkdir elsewhere && cp c.prof elsewhere/
 check "a copied profile still symbolizes" grep -qE ';main;chain_a;chain_b;chain_c;leaf_spin ' copied.folded
 check "without warnings" [ ! -s copied.err ]
 
-# the binary changes after the run: another build at the same path
+# the binary changes after the run: another build at the same path. The
+# run kept a copy in the build-id cache (t0037); without it, the stale
+# binary is refused
 cc -g -O1 -fno-optimize-sibling-calls -DDIFFERENT_BUILD -Wl,--build-id=0x0123456789abcdef -o chain "$SRC"
+"$SP" collapse --frame func c.prof >cached.folded 2>cached.err
+check "with the run's copy in the cache, the names are right" \
+	grep -qE ';main;chain_a;chain_b;chain_c;leaf_spin ' cached.folded
+export STACKPROF_CACHE_DIR="$TMP/no-cache"
 "$SP" collapse --frame func c.prof >stale.folded 2>stale.err
 cat stale.err
 check "the mismatch is reported" grep -q 'build-id .* not used' stale.err

@@ -9,7 +9,7 @@
 FIX="$SP_SOURCE_DIR/tests/export/fixtures"
 P="$FIX/base.prof"
 N="$FIX/new.prof"
-commands="run info collapse table top diff flamegraph export symbolize"
+commands="run info collapse table top diff flamegraph export symbolize cache"
 
 for cmd in $commands; do
 	"$SP" $cmd --no-such-option "$P" >out 2>err

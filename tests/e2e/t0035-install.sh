@@ -45,7 +45,7 @@ if command -v groff >/dev/null; then
 	# without the terminal's bold and underline overstrikes
 	groff -man -Tutf8 "$MANPAGE" 2>man.err | sed 's/.\x08//g' >man.txt
 	check "stackprof(1) renders without warnings" [ -s man.txt ] && [ ! -s man.err ]
-	for c in run info collapse table top diff flamegraph export symbolize; do
+	for c in run info collapse table top diff flamegraph export symbolize cache; do
 		C=$(printf '%s' "$c" | tr a-z A-Z)
 		check "stackprof(1) has the section for '$c'" grep -q "STACKPROF $C" man.txt
 	done
