@@ -475,7 +475,8 @@ static void write_torch(const char *path, int v)
 	    {R_FC, R_RESNET, (char *)"fc", NULL, mod, 0},
 	    {R_L1_1, R_LAYER1, (char *)"1", NULL, mod, 0},
 	    {R_L1_1_CONV1, R_L1_1, (char *)"conv1", NULL, mod, 0},
-	    {R_LINEAR_PASS, R_FC, (char *)"LINEAR PASS", NULL, 0, 0}, /* record_function in a module */
+	    {R_LINEAR_PASS, R_FC, (char *)"LINEAR PASS", NULL, 0,
+	     0}, /* record_function in a module */
 	    {R_SOFTMAX, R_RESNET, (char *)"softmax", NULL, mod, 0},
 	};
 	for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++)

@@ -752,7 +752,8 @@ int main(int argc, char **argv)
 		/* until 5 ticks came, within 2 s of CPU: on a busy machine the
 		 * kernel fired this 10 ms ITIMER_PROF only 0-9 times in 0.2 s of
 		 * CPU, alone as profiled (20 on a quiet one) */
-		for (double end = process_cpu_seconds() + 2.0; ticks < 5 && process_cpu_seconds() < end;)
+		for (double end = process_cpu_seconds() + 2.0;
+		     ticks < 5 && process_cpu_seconds() < end;)
 			hostile_work(0.01);
 		setitimer(ITIMER_PROF, &off, NULL);
 		sigaction(SIGPROF, &old, NULL);
