@@ -23,7 +23,9 @@ in_time() { timeout -k 5 30 "$@"; }
 
 # --- a module path that is not a binary any more
 cp "$BIN/chain" prog
-"$SP" run --no-summary -o prog.prof -- ./prog 1 >/dev/null
+# --no-cache: these checks are of the module files themselves, with no
+# copy of the build in the build-id cache to fall back on
+"$SP" run --no-summary --no-cache -o prog.prof -- ./prog 1 >/dev/null
 check "the profile of a copy was written" [ -s prog.prof ]
 rm prog
 mkfifo prog
@@ -58,7 +60,7 @@ check "info FIFO: not a regular file" grep -q 'fifo.prof: not a regular file' er
 
 # --- an ELF file cut short
 cp "$BIN/chain" cut
-"$SP" run --no-summary -o cut.prof -- ./cut 1 >/dev/null
+"$SP" run --no-summary --no-cache -o cut.prof -- ./cut 1 >/dev/null
 truncate -s 1000 cut
 "$SP" collapse --frame func cut.prof >cut.folded 2>cut.err
 check "a binary cut to 1,000 bytes: a warning that it is damaged" \

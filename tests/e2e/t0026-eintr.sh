@@ -43,8 +43,12 @@ for timer in auto posix perf thread itimer; do
 	fi
 	prog=$(awk '/^eintr:/ { print $3 + $5 + $7 + $9 }' $timer.txt)
 	prof=$(cuts_of $timer.prof)
+	# one more is a cut the program never saw, because libc restarted the
+	# call (the main thread's join of stackprof's finishing thread at exit
+	# is one such wait, with the timer still running): 15 against 14, once,
+	# under CI's busy loops with the sampler-thread timer
 	check "$t: the profile counts the waits cut short: $prof, the program saw $prog" \
-		[ "${prog:-none}" = "$prof" ]
+		[ -n "$prog" ] && [ "$prof" -ge "$prog" ] && [ "$prof" -le $((prog + 1)) ]
 	if [ "$prof" -gt 0 ]; then
 		case $timer in perf | thread) seen=1 ;; esac
 		check "$t: the run's summary warns of them" \

@@ -98,7 +98,13 @@ for timer in auto perf posix thread itimer; do
 		got=$(cpu_in "$t.prof" parent_work)
 		say "$t: $got us in parent_work of the $want us it measured"
 		check "$t: the parent reported its CPU" [ "$want" -gt 0 ]
-		check "$t: >= 90% of it in the profile" [ $((got * 100)) -ge $((want * 90)) ]
+		# posix-cputimer and itimer-prof expire at the kernel's tick: on a
+		# busy machine a run got 8 signals (20 overruns merged into them),
+		# and the CPU after the last one is in no sample (65% in one run of
+		# six). The profile's completeness above is what the vfork bug broke
+		low=90
+		case "$timer" in posix | itimer) low=50 ;; esac
+		check "$t: >= $low% of it in the profile" [ $((got * 100)) -ge $((want * low)) ]
 		check "$t: <= 115% of it" [ $((got * 100)) -le $((want * 115)) ]
 		check "$t: the children wrote no profile" bash -c "! ls $t.prof.* >/dev/null 2>&1"
 	done
