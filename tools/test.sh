@@ -43,7 +43,17 @@ status=0
 start=$(date +%s)
 labels=(-LE slow)
 [ "$all" -eq 1 ] && labels=()
-(cd build && ctest --output-on-failure -j2 "${labels[@]}") || status=1
+(cd build && ctest --output-on-failure -j2 "${labels[@]}") || {
+	status=1
+	# CI keeps only the tail of a run: name each failed test's failed
+	# checks again at the end, with their times (a timeout shows there)
+	log=build/Testing/Temporary/LastTest.log
+	echo "test.sh: failed tests, and the lines of their logs that say FAIL:"
+	awk '/^[0-9]+\/[0-9]+ Testing: / { t = $3; buf = "" }
+		/^(FAIL|not ok)|\*\*\*|[Ee]rror|^Test time/ { buf = buf t ": " $0 "\n" }
+		/^Test Failed/ { printf "%s%s: failed\n", buf, t; buf = "" }' \
+		"$log" | tail -80
+}
 if [ -f tests/fuzz/run-sanitized.sh ]; then
 	bash tests/fuzz/run-sanitized.sh build || status=1
 fi

@@ -26,10 +26,15 @@ run_mode() { # TAG MODE RUN-OPTIONS...
 }
 
 # samples_in PROF FUNC: the profile is complete and has samples in FUNC
+# (and shows the profile's status and stacks when not)
 samples_in() {
 	"$SP" info --no-symbols "$1" >"$1.info" 2>&1 &&
 		grep -q '^status: *complete' "$1.info" &&
-		"$SP" collapse --frame func --metric samples "$1" 2>/dev/null | grep -q ";\($2\)[; ]"
+		"$SP" collapse --frame func --metric samples "$1" >"$1.folded" 2>&1 &&
+		grep -q ";\($2\)[; ]" "$1.folded" && return 0
+	head -30 "$1.info"
+	head -20 "$1.folded" 2>/dev/null
+	return 1
 }
 
 for rate in 100 1000; do
