@@ -11,7 +11,7 @@
  */
 #define _GNU_SOURCE /* qsort_r */
 #include "export/model.h"
-#include "symbolize/pyline.h"
+#include "format/pyline.h"
 #include "symbolize/arena.h"
 #include "export/htab.h"
 

@@ -2,6 +2,7 @@
  * pystack.c - Python frames in the signal handler (pystack.h).
  */
 #include "sampler/pystack.h"
+#include "format/pyline.h"
 #include "format/profile.h"
 #include "sampler/hot.h"
 #include "sampler/python.h"
@@ -735,9 +736,28 @@ int sp_pystack_code_decode(const uint64_t *w, size_t n, struct sp_prof_pycode *c
 	if (at + tlen > avail)
 		return -EINVAL;
 	c->linetable = malloc(tlen ? tlen : 1);
-	if (c->linetable)
+	if (!c->linetable)
+		return 0;
+	/* the lines alone: a 3.11+ table is mostly columns, which no view
+	 * reads, and the profile's zlib stream would carry them (3-4 times
+	 * the bytes). A table cut at SP_MAX_TABLE ends inside an entry as
+	 * often as not: its whole entries are kept, which answer for the
+	 * code they cover as before. One that can't be read goes as it is. */
+	size_t whole = tlen;
+	if (c->flags & SP_PYCODE_CUT_TABLE) {
+		if (c->minor == 10)
+			whole &= ~(size_t)1;
+		else if (whole) {
+			/* back to the last entry's first byte, then before it */
+			while (whole > 1 && !(p[at + whole - 1] & 0x80))
+				whole--;
+			whole--;
+		}
+	}
+	long lines = sp_pyline_lines_only(c->minor, p + at, whole, c->linetable);
+	if (lines < 0)
 		memcpy(c->linetable, p + at, tlen);
-	c->linetable_len = tlen;
+	c->linetable_len = lines < 0 ? tlen : (size_t)lines;
 	return 0;
 }
 

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "tests/python/layout-fields.h"
-#include "symbolize/pyline.h"
+#include "format/pyline.h"
 
 /* glibc 2.36 x86-64: struct pthread's specific_1stblock (struct
  * pthread_key_data {uintptr_t seq; void *data;}[32]), from the DWARF of

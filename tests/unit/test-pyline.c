@@ -1,5 +1,5 @@
 /*
- * test-pyline.c - symbolize/pyline.c against CPython itself, and against
+ * test-pyline.c - format/pyline.c against CPython itself, and against
  * malformed tables.
  *
  *   test-pyline FIXTURE_DIR
@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "tests/unit/check.h"
-#include "symbolize/pyline.h"
+#include "format/pyline.h"
 
 struct fx_code {
 	int firstlineno;
@@ -311,6 +311,73 @@ static void check_corners(void)
 	CHECK(sp_pyline_addr2line(10, t10, sizeof t10, 10, 2, &line) == -ENOENT && line == 1234);
 }
 
+/*
+ * The table with its lines only (what the sampler's writer stores): every
+ * code unit still gets CPython's answer from it, it is never longer, and
+ * it is made of "no columns" and "none" entries alone. Adds the bytes in
+ * and out to *in and *out.
+ */
+static void check_lines_only(unsigned minor, const struct fx_code *c, long *in, long *out)
+{
+	uint8_t *t = malloc(c->len ? c->len : 1);
+	if (!t)
+		abort();
+	long n = sp_pyline_lines_only(minor, c->table, c->len, t);
+	CHECK(n >= 0 && (size_t)n <= c->len);
+	if (n < 0) {
+		fprintf(stderr, "3.%u %s: lines_only refused the table (%ld)\n", minor, c->name, n);
+		free(t);
+		return;
+	}
+	uint8_t *exact = malloc(n ? (size_t)n : 1); /* its own size: ASan sees overruns */
+	if (!exact)
+		abort();
+	memcpy(exact, t, (size_t)n);
+	int bad = 0;
+	for (uint32_t u = 0; u < c->nunits + 3; u++) {
+		int line = -1;
+		int rc = sp_pyline_addr2line(minor, exact, (size_t)n, c->firstlineno, u, &line);
+		int want = u < c->nunits ? c->lines[u] : INT_MIN;
+		bool good = want == INT_MIN ? rc == -ENOENT : rc == 0 && line == want;
+		if (!good && bad++ < 3)
+			fprintf(stderr, "3.%u %s lines only, unit %u: got rc %d line %d, want %d\n",
+				minor, c->name, u, rc, rc ? 0 : line, want == INT_MIN ? -1 : want);
+		CHECK(good);
+	}
+	if (minor >= 11) {
+		bool plain = true;
+		for (long i = 0; i < n; i++) {
+			unsigned kind = (exact[i] >> 3) & 15;
+			if ((exact[i] & 0x80) && kind != 13 && kind != 15)
+				plain = false;
+		}
+		CHECK(plain);
+	} else {
+		CHECK(n == (long)c->len && !memcmp(exact, c->table, c->len));
+	}
+	*in += (long)c->len;
+	*out += n;
+	free(exact);
+	free(t);
+}
+
+/* Tables lines_only must refuse: what addr2line refuses, and unknown versions. */
+static void check_lines_only_refusals(void)
+{
+	uint8_t out[16];
+	const uint8_t cut[] = {0x80 | 13 << 3, 0x42}; /* a varint with its next chunk missing */
+	CHECK(sp_pyline_lines_only(11, cut, sizeof cut, out) == -EINVAL);
+	const uint8_t stray[] = {0x05}; /* no entry starts with bit 7 clear */
+	CHECK(sp_pyline_lines_only(12, stray, sizeof stray, out) == -EINVAL);
+	const uint8_t odd[] = {3, 1}; /* 3.10: an odd byte length */
+	CHECK(sp_pyline_lines_only(10, odd, sizeof odd, out) == -EINVAL);
+	const uint8_t fine[] = {0x80 | 13 << 3, 0x02};
+	CHECK(sp_pyline_lines_only(9, fine, sizeof fine, out) == -EINVAL);
+	CHECK(sp_pyline_lines_only(14, fine, sizeof fine, out) == -EINVAL);
+	CHECK(sp_pyline_lines_only(11, NULL, 0, out) == 0);
+	CHECK(sp_pyline_lines_only(11, fine, sizeof fine, out) == 2);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -318,6 +385,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	check_corners();
+	check_lines_only_refusals();
 	for (unsigned want = 10; want <= 13; want++) {
 		char path[4096];
 		snprintf(path, sizeof path, "%s/lines-3.%u.txt", argv[1], want);
@@ -335,8 +403,15 @@ int main(int argc, char **argv)
 			check_against_cpython(minor, &codes[i], &units);
 		for (int i = 0; i < n; i++)
 			check_cuts(minor, &codes[i], &cuts);
-		printf("3.%u: %d code objects, %ld code units compared, %ld cut tables\n", minor, n,
-		       units, cuts);
+		long in = 0, out = 0;
+		for (int i = 0; i < n; i++)
+			check_lines_only(minor, &codes[i], &in, &out);
+		printf("3.%u: %d code objects, %ld code units compared, %ld cut tables; "
+		       "lines only: %ld bytes of %ld\n",
+		       minor, n, units, cuts, out, in);
+		/* the columns are most of a 3.11+ table */
+		if (minor >= 11)
+			CHECK(out * 2 < in);
 		CHECK(n > 100);
 		free_codes(codes, n);
 	}

@@ -1,8 +1,9 @@
-#include "symbolize/pyline.h"
+#include "format/pyline.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <string.h>
 
 /* What a walk over the table has found for the instruction so far. */
 struct sp_pyline_walk {
@@ -13,9 +14,13 @@ struct sp_pyline_walk {
 	int answer;
 };
 
+/* What a walk over a location table does with each range. */
+typedef int sp_pyline_range_fn(void *ctx, int64_t delta, bool noline, uint64_t units);
+
 /* The range [pos, pos + units) has the running line, or none. */
-static int sp_pyline_range(struct sp_pyline_walk *w, int64_t delta, bool noline, uint64_t units)
+static int sp_pyline_range(void *ctx, int64_t delta, bool noline, uint64_t units)
 {
+	struct sp_pyline_walk *w = ctx;
 	w->line += delta;
 	/* deltas are at most 32 bits and lines start from an int, so the
 	 * running line stays far inside int64_t between these checks */
@@ -108,8 +113,9 @@ enum {
 	SP_LOC_NONE = 15,	/* no location at all */
 };
 
-/* 3.11+: location entries, each covering 1 to 8 code units. */
-static int sp_pyline_loc(const uint8_t *t, size_t len, struct sp_pyline_walk *w)
+/* 3.11+: location entries, each covering 1 to 8 code units, handed to
+ * range one by one. */
+static int sp_pyline_loc(const uint8_t *t, size_t len, sp_pyline_range_fn *range, void *ctx)
 {
 	size_t i = 0;
 	while (i < len) {
@@ -134,7 +140,7 @@ static int sp_pyline_loc(const uint8_t *t, size_t len, struct sp_pyline_walk *w)
 				rc = sp_pyline_varint(t, len, &i, &ignored);
 		}
 		if (!rc)
-			rc = sp_pyline_range(w, delta, kind == SP_LOC_NONE, units);
+			rc = range(ctx, delta, kind == SP_LOC_NONE, units);
 		if (rc)
 			return rc;
 	}
@@ -152,7 +158,7 @@ int sp_pyline_addr2line(unsigned minor, const uint8_t *table, size_t len, int fi
 	if (minor == 10)
 		rc = sp_pyline_310(table, len, &w);
 	else if (minor >= 11 && minor <= 13)
-		rc = sp_pyline_loc(table, len, &w);
+		rc = sp_pyline_loc(table, len, sp_pyline_range, &w);
 	else
 		rc = -EINVAL;
 	if (rc)
@@ -161,4 +167,90 @@ int sp_pyline_addr2line(unsigned minor, const uint8_t *table, size_t len, int fi
 		return -ENOENT;
 	*line = w.answer;
 	return 0;
+}
+
+/* ---- the lines alone ---------------------------------------------------- */
+
+/* A run of code units on one line (or on none), being written to out. */
+struct sp_pyline_runs {
+	uint8_t *out;
+	size_t n, cap;
+	int64_t line;	 /* the running line, from 0: only deltas are written */
+	int64_t written; /* the line the output's running line is at */
+	uint64_t units;	 /* the open run: its length (0: none open) */
+	int64_t run_line;
+	bool run_noline;
+};
+
+static int sp_pyline_put(struct sp_pyline_runs *r, uint8_t b)
+{
+	if (r->n >= r->cap)
+		return -EINVAL; /* never: the output is never longer than the input */
+	r->out[r->n++] = b;
+	return 0;
+}
+
+/* The open run as entries of up to 8 units: the first carries the delta
+ * from the output's running line, the rest a delta of 0. */
+static int sp_pyline_flush(struct sp_pyline_runs *r)
+{
+	int rc = 0;
+	while (r->units && !rc) {
+		unsigned n = r->units > 8 ? 8 : (unsigned)r->units;
+		r->units -= n;
+		unsigned kind = r->run_noline ? SP_LOC_NONE : SP_LOC_NO_COLUMNS;
+		rc = sp_pyline_put(r, (uint8_t)(0x80 | kind << 3 | (n - 1)));
+		if (rc || r->run_noline)
+			continue;
+		int64_t d = r->run_line - r->written;
+		r->written = r->run_line;
+		/* signed varint: magnitude << 1 | sign, in 6-bit chunks */
+		uint64_t u = d < 0 ? (uint64_t)(-d) << 1 | 1 : (uint64_t)d << 1;
+		do {
+			uint8_t b = u & 0x3f;
+			u >>= 6;
+			rc = sp_pyline_put(r, u ? b | 0x40 : b);
+		} while (u && !rc);
+	}
+	return rc;
+}
+
+static int sp_pyline_run(void *ctx, int64_t delta, bool noline, uint64_t units)
+{
+	struct sp_pyline_runs *r = ctx;
+	r->line += delta;
+	if (r->line < INT_MIN || r->line > INT_MAX)
+		return -EINVAL;
+	if (r->units && noline == r->run_noline && (noline || r->line == r->run_line)) {
+		r->units += units;
+		return 0;
+	}
+	int rc = sp_pyline_flush(r);
+	r->units = units;
+	r->run_line = r->line;
+	r->run_noline = noline;
+	return rc;
+}
+
+long sp_pyline_lines_only(unsigned minor, const uint8_t *table, size_t len, uint8_t *out)
+{
+	if ((!table || !out) && len)
+		return -EINVAL;
+	if (minor == 10) {
+		/* no columns to drop; checked like any table before it is kept */
+		struct sp_pyline_walk w = {.want = UINT32_MAX};
+		int rc = sp_pyline_310(table, len, &w);
+		if (rc)
+			return rc;
+		if (len)
+			memcpy(out, table, len);
+		return (long)len;
+	}
+	if (minor < 11 || minor > 13)
+		return -EINVAL;
+	struct sp_pyline_runs r = {.out = out, .cap = len};
+	int rc = sp_pyline_loc(table, len, sp_pyline_run, &r);
+	if (!rc)
+		rc = sp_pyline_flush(&r);
+	return rc ? rc : (long)r.n;
 }

@@ -1,6 +1,7 @@
 /*
  * pyline.h - a CPython code object's line table, read offline: which source
- * line an instruction belongs to, from a copy of co_linetable.
+ * line an instruction belongs to, from a copy of co_linetable; and the
+ * table cut down to its lines, which the sampler's writer stores.
  *
  * Two formats, chosen by the interpreter's minor version:
  *  - 3.10 (PEP 626): pairs of bytes (bytecode length of the range in bytes,
@@ -19,8 +20,8 @@
  * [table, table + len) is ever read. Pure computation: no allocation, no
  * system call; async-signal-safe, although it is meant for after the run.
  */
-#ifndef SP_SYMBOLIZE_PYLINE_H
-#define SP_SYMBOLIZE_PYLINE_H
+#ifndef SP_FORMAT_PYLINE_H
+#define SP_FORMAT_PYLINE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -40,5 +41,19 @@
  */
 int sp_pyline_addr2line(unsigned minor, const uint8_t *table, size_t len, int firstlineno,
 			uint32_t instr, int *line);
+
+/*
+ * The same line table with only its lines, for a profile: the 3.11-3.13
+ * location table's columns dropped, each run of code units on one line (or
+ * on none) written as "no columns" entries (kind 13, or 15 for none) of up
+ * to 8 units. Still a table of the same format, which every reader of it
+ * reads as before: sp_pyline_addr2line gives every instruction the same
+ * answer as from the original. A 3.10 table has no columns and is copied.
+ *
+ * out must hold len bytes: the result is never longer. Returns its length,
+ * or -EINVAL when the table is malformed or minor is not 10 to 13 (then
+ * out holds nothing of use, and the original is what to keep).
+ */
+long sp_pyline_lines_only(unsigned minor, const uint8_t *table, size_t len, uint8_t *out);
 
 #endif
