@@ -51,7 +51,7 @@ void sp_ring_keep_ahead(struct sp_ring *r);
 /*
  * How much of a ring is backed ahead of its producer, in words: a new
  * thread's first 32 KiB (about 8 us, at the thread's start), then, at each
- * of the writer's passes (every 100 ms at 1 kHz), sp_ring_keep_ahead, up
+ * of the writer's passes (every 126 ms at 1 kHz), sp_ring_keep_ahead, up
  * to 256 KiB ahead: ~120 samples of 250 frames. A page costs about as much to
  * populate as to fault in: this moves the cost off the sampled thread, it
  * doesn't remove it.

@@ -7,6 +7,7 @@
 #include "format/manifest.h"
 #include "sampler/fds.h"
 #include "sampler/handler.h"
+#include "sampler/hot.h"
 #include "sampler/main.h"
 #include "sampler/modules.h"
 #include "format/profile.h"
@@ -37,8 +38,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-/* The writer's shortest pause between passes (sp_drain_ms). */
+/* The writer's shortest and longest pauses between passes (sp_drain_ms). */
 #define SP_DRAIN_MS 20
+#define SP_PASS_MS  200
 /* Slots of exited threads that poke the writer: it makes them free again. */
 #define SP_DEAD_POKE 8
 
@@ -82,7 +84,7 @@ struct sp_wstate {
 	struct sp_stack_slot *slots;
 	size_t n_slots, n_used;
 	uint64_t *arena;
-	size_t arena_len, arena_cap;
+	size_t arena_len, arena_cap, arena_ready; /* ready: words populated */
 	uint32_t next_stack;
 	struct sp_last *last; /* by slot, like name_tid to name_signals (sp_wslots_map) */
 	/* the slot being drained: its samples, for one SAMPLES record */
@@ -107,6 +109,9 @@ struct sp_wstate {
 	uint32_t ranges_emitted;
 	/* JIT map read offset */
 	off_t jit_off;
+	uint64_t jit_read_ns;	/* when the JIT map was last looked at */
+	uint64_t stack_read_ns; /* when the handlers' stack use was last read */
+	size_t stack_max;	/* the most it was */
 	char jit_path[64];
 	/* counters of freed slots */
 	struct sp_prof_stats retired;
@@ -186,6 +191,26 @@ static bool sp_stacks_grow(struct sp_wstate *s)
  * their frames with the one before), else whole. NULL on failure; the
  * slot is valid until the next stack is added.
  */
+/*
+ * The arena's pages from arena_ready up to past need, made present in one
+ * system call for 64 KiB: page by page, the faults of copying new stacks
+ * in were a quarter of the writer's draining on torch (a fault costs a few
+ * microseconds in a VM). Harmless where MADV_POPULATE_WRITE is unknown
+ * (before Linux 5.14): the pages fault in as before.
+ */
+#define SP_ARENA_AHEAD (65536 / sizeof(uint64_t))
+
+static void sp_arena_populate(struct sp_wstate *s, size_t need)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE) / sizeof(uint64_t);
+	size_t end = need + SP_ARENA_AHEAD < s->arena_cap ? need + SP_ARENA_AHEAD : s->arena_cap;
+	uintptr_t lo = ((uintptr_t)(s->arena + s->arena_ready) + page * 8 - 1) & ~(page * 8 - 1);
+	uintptr_t hi = (uintptr_t)(s->arena + end) & ~(page * 8 - 1);
+	if (hi > lo)
+		sp_populate((void *)lo, hi - lo);
+	s->arena_ready = end;
+}
+
 static const struct sp_stack_slot *sp_stack_id(struct sp_wstate *s, uint64_t h, const uint64_t *pcs,
 					       size_t n, uint32_t flags, const struct sp_last *base)
 {
@@ -206,9 +231,13 @@ static const struct sp_stack_slot *sp_stack_id(struct sp_wstate *s, uint64_t h, 
 		uint64_t *a = realloc(s->arena, cap * sizeof(uint64_t));
 		if (!a)
 			return NULL;
+		if (a != s->arena)
+			s->arena_ready = s->arena_len; /* moved: what is past it is new */
 		s->arena = a;
 		s->arena_cap = cap;
 	}
+	if (s->arena_len + n > s->arena_ready)
+		sp_arena_populate(s, s->arena_len + n);
 	memcpy(s->arena + s->arena_len, pcs, n * sizeof(uint64_t));
 	struct sp_stack_slot *e = &s->slots[j];
 	e->hash = h;
@@ -448,8 +477,19 @@ static void sp_marks_sync(struct sp_wstate *s)
 }
 
 /* Copies new lines of /tmp/perf-<pid>.map (JIT code, e.g. oneDNN with DNNL_JIT_PROFILE=2). */
-static void sp_jit_sync(struct sp_wstate *s)
+static void sp_jit_sync(struct sp_wstate *s, bool now)
 {
+	/* once a second, and at the last flush (and the one before exec): a
+	 * JIT record is read after the run, so only a killed program's last
+	 * second can miss names. One system call when nothing was added: the
+	 * open, the move of its number and the read are 5 */
+	uint64_t t = sp_now_ns();
+	if (!now && t - s->jit_read_ns < 1000000000u)
+		return;
+	s->jit_read_ns = t;
+	struct stat st;
+	if (lstat(s->jit_path, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= s->jit_off)
+		return;
 	struct sp_fd map = {0};
 	int fd = sp_fd_open(&map, s->jit_path, O_RDONLY | O_NOFOLLOW, 0);
 	if (fd < 0)
@@ -550,7 +590,9 @@ static void sp_drain_slot(struct sp_wstate *s, uint32_t i, struct sp_thread *t)
 	sp_batch_flush(s, t->tid);
 }
 
-static void sp_add_counters(struct sp_prof_stats *st, struct sp_thread *t)
+/* Adds t's counters to st; its handler's stack use too if stack (a
+ * mincore() each: once a second, at the last stats and at a thread's end). */
+static void sp_add_counters(struct sp_prof_stats *st, struct sp_thread *t, bool stack)
 {
 	st->drops += atomic_load(&t->drops);
 	st->unwind_errors += atomic_load(&t->unwind_errors);
@@ -565,7 +607,7 @@ static void sp_add_counters(struct sp_prof_stats *st, struct sp_thread *t)
 	st->unwind_slow += atomic_load(&t->unw_slow);
 	st->unwind_differ += atomic_load(&t->unw_differ);
 	st->py_unreadable += atomic_load(&t->py_unreadable);
-	size_t used = sp_sigstack_used(t);
+	size_t used = stack ? sp_sigstack_used(t) : 0;
 	if (used > st->handler_stack)
 		st->handler_stack = used;
 }
@@ -592,7 +634,7 @@ static void sp_drain_all(struct sp_wstate *s, enum sp_names names)
 		} else if (st == SP_SLOT_DEAD) {
 			sp_drain_slot(s, i, t);
 			sp_thread_name(s, i, t, t->name_at_exit);
-			sp_add_counters(&s->retired, t);
+			sp_add_counters(&s->retired, t, true);
 			sp_sigstack_reset(t); /* the slot's next thread is measured afresh */
 			sp_thread_slot_free(t);
 		}
@@ -602,12 +644,20 @@ static void sp_drain_all(struct sp_wstate *s, enum sp_names names)
 static void sp_write_stats(struct sp_wstate *s, uint32_t flags)
 {
 	struct sp_prof_stats st = s->retired;
+	uint64_t now = sp_now_ns();
+	bool stack = flags || now - s->stack_read_ns >= 1000000000u;
+	if (stack)
+		s->stack_read_ns = now;
 	uint32_t n = atomic_load(&sp_g.n_slots);
 	for (uint32_t i = 0; i < n; i++) {
 		struct sp_thread *t = &sp_g.threads[i];
 		if (atomic_load(&t->state) == SP_SLOT_LIVE)
-			sp_add_counters(&st, t);
+			sp_add_counters(&st, t, stack);
 	}
+	/* the most any reading found: a stack only grows, until its thread ends */
+	if (st.handler_stack > s->stack_max)
+		s->stack_max = st.handler_stack;
+	st.handler_stack = s->stack_max;
 	if ((flags & SP_STATS_FINAL) && s->end_signal) {
 		flags |= SP_STATS_SIGNAL | (s->end_outside ? SP_STATS_SIGNAL_OUTSIDE : 0);
 		st.signal = s->end_signal;
@@ -765,21 +815,21 @@ static void sp_writer_failed(struct sp_wstate *s, int err)
 #define SP_IDLE_FLUSHES 10
 
 /*
- * How long the writer sleeps between passes: 100 ms, or less where 100 ms
- * of the deepest samples could fill half a ring: a 1 MiB ring at 1 kHz
- * holds 252 ms of them, half of it 126; at 10 kHz 13, so 20. It wakes
- * sooner for a flush that falls due (STACKPROF_FLUSH_MS). A wake-up costs the writer 35-47 us of
- * CPU in this VM (a futex, a timer, two context switches) and takes a CPU
- * from the program for as long: every 20 ms, it was a third of the
- * writer's CPU on torch at 100 Hz. What can't wait pokes it instead
- * (sp_writer_poke).
+ * How long the writer sleeps between passes: 200 ms (a flush interval), or
+ * less where that long of the deepest samples could fill half a ring: a
+ * 1 MiB ring at 1 kHz holds 252 ms of them, half of it 126; at 10 kHz 13,
+ * so 20. It wakes sooner for a flush that falls due (STACKPROF_FLUSH_MS).
+ * A wake-up costs the writer 35-47 us of CPU in this VM (a futex, a timer,
+ * two context switches) and takes a CPU from the program for as long:
+ * every 20 ms, it was a third of the writer's CPU on torch at 100 Hz; every
+ * 100 ms, an eighth. What can't wait pokes it instead (sp_writer_poke).
  */
 static unsigned sp_drain_ms(void)
 {
 	uint64_t entry = ((uint64_t)sp_g.cfg.max_depth + 8) * sizeof(uint64_t);
 	uint64_t ring = (uint64_t)sp_g.cfg.ring_kb * 1024;
 	uint64_t ms = ring * 1000 / (2 * entry * (sp_g.cfg.freq_hz ? sp_g.cfg.freq_hz : 1));
-	return ms > 100 ? 100 : ms < SP_DRAIN_MS ? SP_DRAIN_MS : (unsigned)ms;
+	return ms > SP_PASS_MS ? SP_PASS_MS : ms < SP_DRAIN_MS ? SP_DRAIN_MS : (unsigned)ms;
 }
 
 /* The writer sleeps on this word; a poke or a request changes it. */
@@ -839,7 +889,7 @@ static void sp_writer_wake(void)
 static void sp_flush(struct sp_wstate *s, uint32_t flags, bool may_skip)
 {
 	sp_drain_all(s, flags ? SP_NAMES_ALL : SP_NAMES_DUE);
-	sp_jit_sync(s);
+	sp_jit_sync(s, flags != 0);
 	if (may_skip && !flags && sp_prof_writer_records(s->w) == 0 &&
 	    s->skipped_flushes < SP_IDLE_FLUSHES - 1) {
 		s->skipped_flushes++;

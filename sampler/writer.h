@@ -4,7 +4,7 @@
  * writer (sp_prof_writer_* in format/profile.h).
  *
  * All the slow work of the sampler (hashing, compression, /proc reads)
- * happens here, off the program's threads, every 100 ms (less at rates
+ * happens here, off the program's threads, every 200 ms (less at rates
  * whose samples could fill half a ring sooner), and at once when poked;
  * the file is flushed every STACKPROF_FLUSH_MS. The thread runs with
  * every signal blocked (thread.h). sp_g.lock serializes it against the
