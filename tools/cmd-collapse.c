@@ -115,8 +115,10 @@ int sp_cmd_collapse(int argc, char **argv)
 	if (!sp_cli_output_ok(output))
 		goto out;
 	if (!sp_cli_load_set(a.operands, (size_t)a.n_operands, &flt, &set) ||
-	    !sp_cli_set_merge(&set, a.operands, per_process, ops ? &by_op : NULL))
+	    !sp_cli_set_merge(&set, a.operands, per_process, ops ? &by_op : NULL)) {
+		rc = set.rc;
 		goto out;
+	}
 	out = sp_cli_open_output(output);
 	if (!out)
 		goto out;

@@ -90,6 +90,11 @@ static void sp_info_print(FILE *f, const char *path, const struct sp_profile *p,
 	sp_textfmt_time(cpu, sizeof(cpu), s.weight_ns);
 	fprintf(f, "samples:     %llu (%s of CPU), %zu unique stacks\n",
 		(unsigned long long)s.samples, cpu, p->n_stacks);
+	/* each kind with its count and total weight in its own unit: the views
+	 * show one at a time (--event) */
+	char events[1024];
+	sp_cli_list_events(p, "\n             ", events, sizeof(events));
+	fprintf(f, "events:      %s\n", events);
 	const struct sp_prof_stats *st = &p->stats;
 	fprintf(f, "drops:       %llu (sample buffer full, or no memory for a stack)\n",
 		(unsigned long long)st->drops);
