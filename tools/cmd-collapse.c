@@ -53,7 +53,8 @@ static const struct sp_cli_cmd sp_collapse_cmd = {
 	    "  stackprof collapse --frame func --per-thread rn.prof | sort -k2 -n | tail\n"
 	    "  stackprof collapse --metric samples --range 'LINEAR PASS' rn.prof\n"
 	    "  stackprof collapse --ops torch.prof > ops.folded\n"
-	    "  stackprof collapse --per-process pool.prof pool.prof.* > pool.folded\n",
+	    "  stackprof collapse --per-process pool.prof pool.prof.* > pool.folded\n"
+	    "  stackprof collapse --event user steps.prof      (samples of another kind)\n",
 };
 
 int sp_cmd_collapse(int argc, char **argv)

@@ -25,7 +25,8 @@ static const struct sp_cli_cmd sp_info_cmd = {
     .name = "info",
     .synopsis = "[options] PROFILE",
     .about = "Prints the profile's header (command, pid, start time, timer, rate), its\n"
-	     "counts (samples, drops, unwind errors, truncated stacks), the achieved\n"
+	     "counts (samples, drops, unwind errors, truncated stacks), the event kinds\n"
+	     "it holds (cpu, and others: the views show one, --event), the achieved\n"
 	     "sampling rate, the share of samples that unwound to a thread root, and its\n"
 	     "threads. A profile cut off at its last flush (the program was killed or\n"
 	     "crashed before it finished the profile, or the file was cut or copied\n"
