@@ -5,13 +5,22 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <string.h>
 
-static uint64_t sp_value(const struct sp_fstack *s, int side, enum sp_metric metric, double scale)
+/* Whether m's weights are nanoseconds (cpu, wall), printed as microseconds;
+ * other kinds' weights (bytes, counts) are printed as they are. */
+static bool sp_weight_is_time(const struct sp_model *m)
+{
+	return !m->event || !m->event->unit || !strcmp(m->event->unit, "ns");
+}
+
+static uint64_t sp_value(const struct sp_fstack *s, int side, enum sp_metric metric, double scale,
+			 bool time)
 {
 	if (metric == SP_METRIC_SAMPLES)
 		return (uint64_t)llround((double)s->samples[side] * scale);
 	/* sum the nanoseconds of the merged stack first, then round once */
-	return (uint64_t)llround((double)s->weight_ns[side] * scale / 1e3);
+	return (uint64_t)llround((double)s->weight_ns[side] * scale / (time ? 1e3 : 1));
 }
 
 static int sp_collapse_run(const struct sp_model *a, const struct sp_model *b,
@@ -35,11 +44,12 @@ static int sp_collapse_run(const struct sp_model *a, const struct sp_model *b,
 		if (tn > 0)
 			scale = tb / tn;
 	}
+	bool time = sp_weight_is_time(a);
 	err = 0;
 	for (size_t i = 0; i < f.n_stacks && !err; i++) {
 		const struct sp_fstack *s = &f.stacks[i];
-		uint64_t v0 = sp_value(s, 0, o->metric, 1);
-		uint64_t v1 = b ? sp_value(s, 1, o->metric, scale) : 0;
+		uint64_t v0 = sp_value(s, 0, o->metric, 1, time);
+		uint64_t v1 = b ? sp_value(s, 1, o->metric, scale, time) : 0;
 		if (!v0 && !v1)
 			continue;
 		for (uint32_t k = 0; k < s->n; k++) {

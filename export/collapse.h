@@ -21,7 +21,9 @@
 #include "export/model.h"
 
 enum sp_metric {
-	SP_METRIC_US = 0,  /* microseconds of CPU time, rounded per line */
+	/* microseconds of CPU time, rounded per line; for a kind whose unit is
+	 * not time (bytes, counts), its weight in that unit */
+	SP_METRIC_US = 0,
 	SP_METRIC_SAMPLES, /* sample counts */
 };
 

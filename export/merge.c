@@ -196,6 +196,7 @@ struct sp_merge *sp_merge_new(const struct sp_model *const *src, size_t n, bool 
 	m->prof = src[0]->prof;
 	m->sym = src[0]->sym;
 	m->module_classes = src[0]->module_classes;
+	m->event = src[0]->event; /* the command asked every profile for one kind */
 	size_t nt = 0, ns = 0;
 	for (size_t i = 0; i < n; i++) {
 		nt += src[i]->n_threads;

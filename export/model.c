@@ -906,10 +906,17 @@ struct sp_model *sp_model_build(const struct sp_profile *prof, const struct sp_m
 	if (!m->samples)
 		goto out;
 
+	/* cpu is every profile's kind, even one put together without the
+	 * reader (and so without its events[0]) */
+	m->event = sp_profile_event_named(prof, b.o->event ? b.o->event : "cpu");
+	if (!m->event && (!b.o->event || !strcmp(b.o->event, "cpu")))
+		m->event = sp_prof_event_builtin(SP_EVENT_CPU);
 	m->windowed = prof->n_windows && !b.o->all_samples;
 	m->module_classes = !b.o->module_bare;
 	for (size_t i = 0; i < prof->n_samples; i++) {
 		const struct sp_prof_sample *s = &prof->samples[i];
+		if (!m->event || s->event != m->event->id)
+			continue; /* another kind: its unit is not this one's */
 		if (!sp_tid_wanted(b.o, s->tid))
 			continue;
 		if (s->range > prof->n_ranges)

@@ -106,10 +106,15 @@ struct sp_model_opts {
 	/* module paths without their module's class ("features/0/1", not
 	 * "features/0/1 (BatchNorm2d)") */
 	bool module_bare;
+	/* the event kind to keep, by name (struct sp_prof_event); NULL: cpu.
+	 * A model holds one kind: weights of two kinds are in different units */
+	const char *event;
 };
 
-/* Samples of a filtered-out thread or range are dropped before anything is
- * counted: totals, threads and stacks describe what was kept.
+/* Samples of a filtered-out thread or range, and samples of another event
+ * kind, are dropped before anything is counted: totals, threads and stacks
+ * describe what was kept. Every weight_ns of a model is in its event's
+ * unit: CPU ns for cpu (the name weight_ns is cpu's, the first kind).
  *
  * A profile whose program opened windows (stackprof_window_begin(), Python's
  * stackprof.profile()) asked to be seen through them: unless all_samples is
@@ -133,7 +138,10 @@ struct sp_model {
 	uint64_t total_samples;
 	uint64_t outside_windows; /* samples dropped for being outside every window */
 	bool windowed;		  /* only the profile's windows were kept */
-	bool module_classes;	  /* module paths end with their module's class */
+	/* the kind of every sample kept: borrowed from prof; NULL when prof
+	 * declares no kind of the name asked for (then the model is empty) */
+	const struct sp_prof_event *event;
+	bool module_classes; /* module paths end with their module's class */
 
 	/* private to model.c */
 	uint32_t *pool_;

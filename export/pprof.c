@@ -449,11 +449,19 @@ int sp_pprof_write(const struct sp_model *m, FILE *out)
 	p.next_synth = (uint32_t)m->n_locs + 1;
 	sp_pp_str(&p, ""); /* string_table[0] must be "" */
 
+	/* the second value is the model's kind in its unit, as pprof names
+	 * units: cpu nanoseconds (the timer's period is its period), or
+	 * another kind's (wall nanoseconds, alloc bytes, user count) */
+	const char *kind = m->event && m->event->name ? m->event->name : "cpu";
+	const char *unit = m->event && m->event->unit ? m->event->unit : "ns";
+	if (!strcmp(unit, "ns"))
+		unit = "nanoseconds";
+	bool cpu = !m->event || m->event->id == SP_EVENT_CPU;
 	sp_pp_value_type(&p, PB_PROFILE_SAMPLE_TYPE, "samples", "count");
-	sp_pp_value_type(&p, PB_PROFILE_SAMPLE_TYPE, "cpu", "nanoseconds");
-	sp_pp_value_type(&p, PB_PROFILE_PERIOD_TYPE, "cpu", "nanoseconds");
+	sp_pp_value_type(&p, PB_PROFILE_SAMPLE_TYPE, kind, unit);
+	sp_pp_value_type(&p, PB_PROFILE_PERIOD_TYPE, kind, unit);
 	uint32_t hz = prof->header.freq_hz;
-	pb_varint(&p.body, PB_PROFILE_PERIOD, hz ? 1000000000ull / hz : 0);
+	pb_varint(&p.body, PB_PROFILE_PERIOD, cpu && hz ? 1000000000ull / hz : 0);
 	/* the run's wall time, or with windows the time they were open,
 	 * from the first one's start: what the samples kept cover */
 	uint64_t end = prof->has_stats ? prof->stats.time_ns : 0, start = 0, dur = 0;
@@ -474,7 +482,7 @@ int sp_pprof_write(const struct sp_model *m, FILE *out)
 	if (prof->header.cmdline && prof->header.cmdline[0])
 		pb_varint(&p.body, PB_PROFILE_COMMENT,
 			  (uint64_t)sp_pp_str(&p, prof->header.cmdline));
-	pb_varint(&p.body, PB_PROFILE_DEFAULT_SAMPLE_TYPE, (uint64_t)sp_pp_str(&p, "cpu"));
+	pb_varint(&p.body, PB_PROFILE_DEFAULT_SAMPLE_TYPE, (uint64_t)sp_pp_str(&p, kind));
 
 	sp_pp_mappings(&p);
 	sp_pp_functions(&p);

@@ -21,6 +21,14 @@ char *sp_textfmt_time(char *out, size_t len, uint64_t ns)
 	return sp_fmt_us(out, len, (double)ns / 1e3, "");
 }
 
+char *sp_textfmt_weight(char *out, size_t len, uint64_t v, const char *unit)
+{
+	if (!unit || !strcmp(unit, "ns"))
+		return sp_textfmt_time(out, len, v);
+	snprintf(out, len, "%llu %s", (unsigned long long)v, unit);
+	return out;
+}
+
 char *sp_textfmt_delta(char *out, size_t len, int64_t ns)
 {
 	if (ns == 0)

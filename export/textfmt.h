@@ -19,6 +19,13 @@
 /* Formats a time given in nanoseconds; returns out. */
 char *sp_textfmt_time(char *out, size_t len, uint64_t ns);
 
+/*
+ * Formats a weight in unit (an event kind's, struct sp_prof_event): a time
+ * for "ns" as sp_textfmt_time, else the number and the unit ("4096 bytes",
+ * "12 count"); returns out.
+ */
+char *sp_textfmt_weight(char *out, size_t len, uint64_t v, const char *unit);
+
 /* Same for a signed difference: "+1.500ms", "-82.000us", "0.000us". */
 char *sp_textfmt_delta(char *out, size_t len, int64_t ns);
 

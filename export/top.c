@@ -118,12 +118,17 @@ int sp_top_write(const struct sp_model *m, const struct sp_top_opts *o, FILE *ou
 		thread_w = w > thread_w ? w : thread_w;
 	}
 
-	fprintf(out, "%zu of %zu %s%s, %s CPU in %" PRIu64 " samples\n", shown, r.n_rows,
+	/* weights in the model's kind's unit: "6.136s CPU", "7 count of user" */
+	const struct sp_prof_event *ev = m->event;
+	bool cpu = !ev || ev->id == SP_EVENT_CPU;
+	const char *unit = ev ? ev->unit : "ns";
+	fprintf(out, "%zu of %zu %s%s, %s %s%s in %" PRIu64 " samples\n", shown, r.n_rows,
 		sp_rollup_by_noun(o->by, true),
 		!threads	? ""
 		: o->per_thread ? " per thread"
 				: " per process",
-		sp_textfmt_time(t1, sizeof(t1), r.total_ns), r.total_samples);
+		sp_textfmt_weight(t1, sizeof(t1), r.total_ns, unit), cpu ? "CPU" : "of ",
+		cpu ? "" : ev->name, r.total_samples);
 	fprintf(out, "%12s  %7s  %12s  %7s  %8s  ", "Self", "Self %", "Total", "Total %",
 		"Samples");
 	if (threads)
@@ -133,9 +138,9 @@ int sp_top_write(const struct sp_model *m, const struct sp_top_opts *o, FILE *ou
 	for (size_t i = 0; i < shown && !err; i++) {
 		const struct sp_rollup_row *row = &r.rows[keep[i]];
 		fprintf(out, "%12s  %7s  %12s  %7s  %8" PRIu64 "  ",
-			sp_textfmt_time(t1, sizeof(t1), row->self_ns),
+			sp_textfmt_weight(t1, sizeof(t1), row->self_ns, unit),
 			sp_textfmt_share(p1, sizeof(p1), (double)row->self_ns, total),
-			sp_textfmt_time(t2, sizeof(t2), row->total_ns),
+			sp_textfmt_weight(t2, sizeof(t2), row->total_ns, unit),
 			sp_textfmt_share(p2, sizeof(p2), (double)row->total_ns, total),
 			row->total_samples);
 		if (threads) {

@@ -471,6 +471,7 @@ struct sp_view *sp_view_new(const struct sp_model *m, enum sp_view_by by)
 	vm->total_weight_ns = m->total_weight_ns;
 	vm->total_samples = m->total_samples;
 	vm->outside_windows = m->outside_windows;
+	vm->event = m->event;
 	vm->samples = malloc((m->n_samples ? m->n_samples : 1) * sizeof(*vm->samples));
 	bool ops = by == SP_VIEW_OP || by == SP_VIEW_OP_PYTHON;
 	size_t n_map = ops ? m->n_stacks : m->n_samples;

@@ -29,8 +29,9 @@
 
 #define SP_PROFILE_MAGIC     "STKPROF\n"
 #define SP_PROFILE_MAGIC_LEN 8
-/* 2 added STACK_DIFF and SAMPLES (docs/FORMAT.md); version 1 files are still read */
-#define SP_PROFILE_VERSION     2
+/* 2 added STACK_DIFF and SAMPLES, 3 EVENT and EVENT_SAMPLES (docs/FORMAT.md);
+ * version 1 and 2 files are still read: all their samples are cpu samples */
+#define SP_PROFILE_VERSION     3
 #define SP_PROFILE_VERSION_MIN 1
 
 enum sp_rec_type {
@@ -49,6 +50,8 @@ enum sp_rec_type {
 	SP_REC_PYINFO = 13,
 	SP_REC_STACK_DIFF = 14,
 	SP_REC_SAMPLES = 15,
+	SP_REC_EVENT = 16,
+	SP_REC_EVENT_SAMPLES = 17,
 };
 
 /* Module flags. */
@@ -151,12 +154,51 @@ struct sp_prof_stack {
 	uint64_t *pcs; /* pcs[0] is the interrupted PC, then return addresses */
 };
 
+/*
+ * An event kind: what a sample is, and the unit of its weight. Samples of
+ * different kinds are never added together (their units differ). Kind 0 is
+ * cpu and needs no EVENT record: every sample of a SAMPLE or SAMPLES record,
+ * and every sample of a version 1 or 2 file, is a cpu sample. Any other kind
+ * is declared by an EVENT record before its first EVENT_SAMPLES record, so
+ * a reader lists a kind it has never heard of by the name the file gives.
+ */
+struct sp_prof_event {
+	uint32_t id;	/* what samples' event field says; 0 is cpu */
+	uint32_t flags; /* SP_EVENT_* */
+	char *name;	/* "cpu", "wall", "alloc", "free", "user", or a later source's */
+	char *unit;	/* of the weight: "ns", "bytes", "count", ... */
+};
+
+#define SP_EVENT_PAYLOAD 0x1u /* each sample carries a payload word */
+/* the weight is time the thread spent up to the sample's time (cpu, wall):
+ * the file stores the time less the weight, which is short */
+#define SP_EVENT_TIMED 0x2u
+
+/* The kinds stackprof names, with their ids in the files it writes (a file
+ * may give other ids: readers go by the EVENT record's name). */
+enum sp_event_kind {
+	SP_EVENT_CPU = 0,  /* weight: CPU ns (the default) */
+	SP_EVENT_WALL = 1, /* weight: wall ns; payload: the thread's state */
+	SP_EVENT_ALLOC =
+	    2, /* weight: the bytes the sample stands for; payload: the block's address */
+	SP_EVENT_FREE = 3, /* weight: as its alloc sample's; payload: the block's address */
+	SP_EVENT_USER = 4, /* the API's own source (stackprof_step()); weight: its unit */
+	SP_EVENT_BUILTIN_COUNT,
+};
+
+/* The built-in kind with this id (0 <= id < SP_EVENT_BUILTIN_COUNT), or with
+ * this name (NULL: by id), else NULL. Borrowed, static. */
+const struct sp_prof_event *sp_prof_event_builtin(uint32_t id);
+const struct sp_prof_event *sp_prof_event_builtin_named(const char *name);
+
 struct sp_prof_sample {
 	int32_t tid;
 	uint32_t stack;	    /* stack id */
 	uint32_t range;	    /* range node id, 0 for none */
+	uint32_t event;	    /* event id (struct sp_prof_event); 0: cpu */
 	uint64_t time_ns;   /* since start_mono_ns */
-	uint64_t weight_ns; /* CPU time this sample stands for */
+	uint64_t weight_ns; /* what this sample stands for, in its event's unit: CPU ns for cpu */
+	uint64_t payload;   /* the event's word (SP_EVENT_PAYLOAD), else 0 */
 };
 
 /* A named range node. Ranges nest: parent is 0 at the outermost. */
@@ -315,13 +357,24 @@ int sp_prof_writer_sample(struct sp_prof_writer *w, const struct sp_prof_sample 
 int sp_prof_writer_stack_diff(struct sp_prof_writer *w, const struct sp_prof_stack *s,
 			      uint32_t base, uint32_t keep);
 /*
- * A SAMPLES record: n samples of thread tid in time order, their tid
- * fields ignored; period is what a sample usually weighs (the timer's
- * period, or 0), which makes their weights short. Each costs ~7 bytes
- * before compression, where a SAMPLE record costs ~14. n >= 1.
+ * n samples of thread tid in time order, their tid fields ignored; period
+ * is what a sample usually weighs (the timer's period, or 0), which makes
+ * their weights short. cpu samples (event 0) go in a SAMPLES record, each
+ * ~7 bytes before compression where a SAMPLE record costs ~14; a run of
+ * samples of another kind in an EVENT_SAMPLES record (payload and all),
+ * after that kind's EVENT record: written here first for a built-in kind
+ * not declared yet. Samples of mixed kinds make a record per run. n >= 1.
+ * -EINVAL for an event id neither declared nor built in.
  */
 int sp_prof_writer_samples(struct sp_prof_writer *w, int32_t tid, uint64_t period,
 			   const struct sp_prof_sample *s, size_t n);
+/*
+ * An EVENT record: declares e (id 1 to SP_PROF_WRITER_MAX_EVENTS - 1;
+ * 0 is cpu, always known) before samples of its kind. Again for the same
+ * id: -EEXIST. 0 or -errno.
+ */
+int sp_prof_writer_event(struct sp_prof_writer *w, const struct sp_prof_event *e);
+#define SP_PROF_WRITER_MAX_EVENTS 64
 int sp_prof_writer_range(struct sp_prof_writer *w, const struct sp_prof_range *r);
 int sp_prof_writer_jit(struct sp_prof_writer *w, const struct sp_prof_jit *j);
 int sp_prof_writer_stats(struct sp_prof_writer *w, const struct sp_prof_stats *s);
@@ -375,6 +428,10 @@ struct sp_profile {
 	size_t n_stacks;
 	struct sp_prof_sample *samples;
 	size_t n_samples;
+	/* the event kinds the file declares, in file order after events[0],
+	 * which is always cpu (id 0): n_events >= 1 */
+	struct sp_prof_event *events;
+	size_t n_events;
 	struct sp_prof_range *ranges; /* sorted by id, ids are dense from 1 */
 	size_t n_ranges;
 	struct sp_prof_jit *jits;
@@ -413,6 +470,9 @@ void sp_profile_free(struct sp_profile *p);
 const struct sp_prof_stack *sp_profile_stack(const struct sp_profile *p, uint32_t id);
 const struct sp_prof_range *sp_profile_range(const struct sp_profile *p, uint32_t id);
 const struct sp_prof_thread *sp_profile_thread(const struct sp_profile *p, int32_t tid);
+/* The event kind with this id, or with this name; NULL if p declares none. */
+const struct sp_prof_event *sp_profile_event(const struct sp_profile *p, uint32_t id);
+const struct sp_prof_event *sp_profile_event_named(const struct sp_profile *p, const char *name);
 
 /* The window that holds time_ns (a sample's time), or NULL; a binary search. */
 const struct sp_prof_window *sp_profile_window(const struct sp_profile *p, uint64_t time_ns);

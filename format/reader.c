@@ -18,7 +18,7 @@
 #define SP_SPARSE_MIN (64ull << 20)
 
 struct sp_counts {
-	size_t modules, threads, stacks, samples, ranges, jits, marks, pycodes, pyinfos;
+	size_t modules, threads, stacks, samples, ranges, jits, marks, pycodes, pyinfos, events;
 	struct sp_prof_stats stats;
 	bool has_stats;
 	bool has_header;
@@ -27,7 +27,7 @@ struct sp_counts {
 struct sp_reader {
 	struct sp_profile *p;
 	size_t cap_modules, cap_threads, cap_stacks, cap_samples, cap_ranges, cap_jits, cap_marks;
-	size_t cap_pycodes, cap_pyinfos;
+	size_t cap_pycodes, cap_pyinfos, cap_events;
 	struct sp_counts committed;
 	bool has_header;
 	uLong crc;
@@ -110,6 +110,12 @@ static void sp_pyinfo_release(struct sp_prof_pyinfo *i)
 	free(i->status);
 }
 
+static void sp_event_release(struct sp_prof_event *e)
+{
+	free(e->name);
+	free(e->unit);
+}
+
 /* Drops every record after the last good checkpoint. */
 static void sp_rollback(struct sp_reader *r)
 {
@@ -131,6 +137,9 @@ static void sp_rollback(struct sp_reader *r)
 		sp_pycode_release(&p->pycodes[i]);
 	for (size_t i = c->pyinfos; i < p->n_pyinfos; i++)
 		sp_pyinfo_release(&p->pyinfos[i]);
+	for (size_t i = c->events; i < p->n_events; i++)
+		sp_event_release(&p->events[i]);
+	p->n_events = c->events;
 	p->n_pycodes = c->pycodes;
 	p->n_pyinfos = c->pyinfos;
 	p->n_modules = c->modules;
@@ -165,6 +174,7 @@ static void sp_commit(struct sp_reader *r)
 	c->marks = p->n_marks;
 	c->pycodes = p->n_pycodes;
 	c->pyinfos = p->n_pyinfos;
+	c->events = p->n_events;
 	c->stats = p->stats;
 	c->has_stats = p->has_stats;
 	c->has_header = r->has_header;
@@ -321,7 +331,21 @@ static bool sp_parse_record(struct sp_reader *r, uint8_t type, const uint8_t *da
 		s->pcs = pcs;
 		break;
 	}
-	case SP_REC_SAMPLES: {
+	case SP_REC_SAMPLES:
+	case SP_REC_EVENT_SAMPLES: {
+		const struct sp_prof_event *ev = p->events; /* cpu */
+		if (type == SP_REC_EVENT_SAMPLES) {
+			uint64_t id = sp_cursor_uleb(&c);
+			ev = id && id <= UINT32_MAX ? sp_profile_event(p, (uint32_t)id) : NULL;
+			if (c.bad || !ev) {
+				sp_set_error(
+				    p, SP_READ_CORRUPT,
+				    "samples of event %llu, which no EVENT record declares",
+				    (unsigned long long)id);
+				return false;
+			}
+		}
+		bool timed = ev->flags & SP_EVENT_TIMED, payload = ev->flags & SP_EVENT_PAYLOAD;
 		int32_t tid = (int32_t)sp_cursor_sleb(&c);
 		uint64_t n = sp_cursor_uleb(&c);
 		uint64_t period = sp_cursor_uleb(&c);
@@ -337,10 +361,13 @@ static bool sp_parse_record(struct sp_reader *r, uint8_t type, const uint8_t *da
 			if (!s)
 				goto oom;
 			s->tid = tid;
+			s->event = ev->id;
 			s->stack = (uint32_t)sp_cursor_uleb(&c);
 			s->range = (uint32_t)sp_cursor_uleb(&c);
 			s->weight_ns = period + (uint64_t)sp_cursor_sleb(&c);
-			s->time_ns = prev + s->weight_ns + (uint64_t)sp_cursor_sleb(&c);
+			s->time_ns =
+			    prev + (timed ? s->weight_ns : 0) + (uint64_t)sp_cursor_sleb(&c);
+			s->payload = payload ? sp_cursor_uleb(&c) : 0;
 			prev = s->time_ns;
 			if (c.bad || s->stack == 0 || s->stack > p->n_stacks ||
 			    s->range > p->n_ranges) {
@@ -355,6 +382,31 @@ static bool sp_parse_record(struct sp_reader *r, uint8_t type, const uint8_t *da
 		}
 		break;
 	}
+	case SP_REC_EVENT: {
+		uint64_t id = sp_cursor_uleb(&c);
+		uint32_t flags = (uint32_t)sp_cursor_uleb(&c);
+		char *name = sp_cursor_str(&c);
+		char *unit = sp_cursor_str(&c);
+		const struct sp_prof_event *old =
+		    id <= UINT32_MAX ? sp_profile_event(p, (uint32_t)id) : NULL;
+		/* id 0 is cpu, never declared; an id names one kind */
+		if (c.bad || !name || !name[0] || id == 0 || id > UINT32_MAX || old) {
+			sp_set_error(p, SP_READ_CORRUPT, "bad event record (id %llu%s%s)",
+				     (unsigned long long)id, name ? ", " : "", name ? name : "");
+			free(name);
+			free(unit);
+			return false;
+		}
+		struct sp_prof_event *e = SP_PUSH(r, events, cap_events);
+		if (!e) {
+			free(name);
+			free(unit);
+			goto oom;
+		}
+		*e = (struct sp_prof_event){
+		    .id = (uint32_t)id, .flags = flags, .name = name, .unit = unit};
+		break;
+	}
 	case SP_REC_SAMPLE: {
 		struct sp_prof_sample *s = SP_PUSH(r, samples, cap_samples);
 		if (!s)
@@ -364,6 +416,8 @@ static bool sp_parse_record(struct sp_reader *r, uint8_t type, const uint8_t *da
 		s->range = (uint32_t)sp_cursor_uleb(&c);
 		s->time_ns = sp_cursor_uleb(&c);
 		s->weight_ns = sp_cursor_uleb(&c);
+		s->event = 0;
+		s->payload = 0;
 		if (!c.bad && (s->stack == 0 || s->stack > p->n_stacks || s->range > p->n_ranges)) {
 			sp_set_error(p, SP_READ_CORRUPT,
 				     "sample refers to unknown stack %u or range %u", s->stack,
@@ -889,6 +943,19 @@ struct sp_profile *sp_profile_read(const char *path, char *err, size_t errlen)
 	p->file_bytes = flen;
 	r.p = p;
 	r.crc = crc32(0L, Z_NULL, 0);
+	/* cpu: every file's kind 0, declared by none */
+	struct sp_prof_event *cpu = SP_PUSH(&r, events, cap_events);
+	const struct sp_prof_event *b = sp_prof_event_builtin(SP_EVENT_CPU);
+	if (cpu)
+		*cpu = (struct sp_prof_event){.id = b->id,
+					      .flags = b->flags,
+					      .name = strdup(b->name),
+					      .unit = strdup(b->unit)};
+	if (!cpu || !cpu->name || !cpu->unit) {
+		errno = ENOMEM;
+		goto fail;
+	}
+	r.committed.events = 1;
 
 	memset(&z, 0, sizeof(z));
 	if (inflateInit(&z) != Z_OK) {
@@ -1052,5 +1119,24 @@ void sp_profile_free(struct sp_profile *p)
 		sp_pyinfo_release(&p->pyinfos[i]);
 	free(p->pycodes);
 	free(p->pyinfos);
+	for (size_t i = 0; i < p->n_events; i++)
+		sp_event_release(&p->events[i]);
+	free(p->events);
 	free(p);
+}
+
+const struct sp_prof_event *sp_profile_event(const struct sp_profile *p, uint32_t id)
+{
+	for (size_t i = 0; i < p->n_events; i++)
+		if (p->events[i].id == id)
+			return &p->events[i];
+	return NULL;
+}
+
+const struct sp_prof_event *sp_profile_event_named(const struct sp_profile *p, const char *name)
+{
+	for (size_t i = 0; name && i < p->n_events; i++)
+		if (p->events[i].name && !strcmp(p->events[i].name, name))
+			return &p->events[i];
+	return NULL;
 }

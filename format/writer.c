@@ -19,7 +19,32 @@ struct sp_prof_writer {
 	uint64_t n_records; /* since the last checkpoint */
 	uint64_t bytes;
 	int error; /* sticky: the first write error */
+	/* the EVENT records written: which ids samples may use, and whether
+	 * their samples carry a payload and have their weight as time */
+	uint64_t events_declared, events_payload, events_timed;
 };
+
+static const struct sp_prof_event sp_builtin_events[SP_EVENT_BUILTIN_COUNT] = {
+    [SP_EVENT_CPU] = {SP_EVENT_CPU, SP_EVENT_TIMED, (char *)"cpu", (char *)"ns"},
+    [SP_EVENT_WALL] = {SP_EVENT_WALL, SP_EVENT_TIMED | SP_EVENT_PAYLOAD, (char *)"wall",
+		       (char *)"ns"},
+    [SP_EVENT_ALLOC] = {SP_EVENT_ALLOC, SP_EVENT_PAYLOAD, (char *)"alloc", (char *)"bytes"},
+    [SP_EVENT_FREE] = {SP_EVENT_FREE, SP_EVENT_PAYLOAD, (char *)"free", (char *)"bytes"},
+    [SP_EVENT_USER] = {SP_EVENT_USER, SP_EVENT_PAYLOAD, (char *)"user", (char *)"count"},
+};
+
+const struct sp_prof_event *sp_prof_event_builtin(uint32_t id)
+{
+	return id < SP_EVENT_BUILTIN_COUNT ? &sp_builtin_events[id] : NULL;
+}
+
+const struct sp_prof_event *sp_prof_event_builtin_named(const char *name)
+{
+	for (uint32_t i = 0; name && i < SP_EVENT_BUILTIN_COUNT; i++)
+		if (!strcmp(sp_builtin_events[i].name, name))
+			return &sp_builtin_events[i];
+	return NULL;
+}
 
 /* The sink sp_prof_writer_new() writes with: all of it to an fd. */
 static int sp_write_all_fd(void *ctx, const uint8_t *p, size_t n)
@@ -241,14 +266,37 @@ int sp_prof_writer_stack_diff(struct sp_prof_writer *w, const struct sp_prof_sta
 	return sp_prof_writer_emit(w, SP_REC_STACK_DIFF);
 }
 
+int sp_prof_writer_event(struct sp_prof_writer *w, const struct sp_prof_event *e)
+{
+	if (e->id == 0 || e->id >= SP_PROF_WRITER_MAX_EVENTS || !e->name || !e->name[0])
+		return -EINVAL;
+	uint64_t bit = 1ull << e->id;
+	if (w->events_declared & bit)
+		return -EEXIST;
+	struct sp_buf *b = &w->rec;
+	sp_buf_put_uleb(b, e->id);
+	sp_buf_put_uleb(b, e->flags);
+	sp_buf_put_str(b, e->name);
+	sp_buf_put_str(b, e->unit ? e->unit : "");
+	int err = sp_prof_writer_emit(w, SP_REC_EVENT);
+	if (!err) {
+		w->events_declared |= bit;
+		if (e->flags & SP_EVENT_PAYLOAD)
+			w->events_payload |= bit;
+		if (e->flags & SP_EVENT_TIMED)
+			w->events_timed |= bit;
+	}
+	return err;
+}
+
 /*
  * Each sample: stack, range, its weight less the period, and its time as
  * the gap since the previous sample (the first: since the start) less its
  * weight. For a thread that kept its CPU both are a few microseconds: a
  * byte or two each, where the weight took three and the time five.
  */
-int sp_prof_writer_samples(struct sp_prof_writer *w, int32_t tid, uint64_t period,
-			   const struct sp_prof_sample *s, size_t n)
+static int sp_prof_writer_cpu_samples(struct sp_prof_writer *w, int32_t tid, uint64_t period,
+				      const struct sp_prof_sample *s, size_t n)
 {
 	struct sp_buf *b = &w->rec;
 	sp_buf_put_sleb(b, tid);
@@ -265,8 +313,61 @@ int sp_prof_writer_samples(struct sp_prof_writer *w, int32_t tid, uint64_t perio
 	return sp_prof_writer_emit(w, SP_REC_SAMPLES);
 }
 
+/*
+ * The same for a kind other than cpu, with the event id first; the time's
+ * gap is less the weight only when the weight is time (SP_EVENT_TIMED: a
+ * byte count taken from a gap would make it longer), and the payload
+ * follows each sample's other fields when the kind has one.
+ */
+static int sp_prof_writer_event_samples(struct sp_prof_writer *w, uint32_t event, int32_t tid,
+					uint64_t period, const struct sp_prof_sample *s, size_t n)
+{
+	uint64_t bit = event < SP_PROF_WRITER_MAX_EVENTS ? 1ull << event : 0;
+	if (!(w->events_declared & bit)) {
+		const struct sp_prof_event *e = sp_prof_event_builtin(event);
+		int err = e && bit ? sp_prof_writer_event(w, e) : -EINVAL;
+		if (err)
+			return err;
+	}
+	bool payload = w->events_payload & bit, timed = w->events_timed & bit;
+	struct sp_buf *b = &w->rec;
+	sp_buf_put_uleb(b, event);
+	sp_buf_put_sleb(b, tid);
+	sp_buf_put_uleb(b, n);
+	sp_buf_put_uleb(b, period);
+	uint64_t prev = 0;
+	for (size_t i = 0; i < n; i++) {
+		sp_buf_put_uleb(b, s[i].stack);
+		sp_buf_put_uleb(b, s[i].range);
+		sp_buf_put_sleb(b, (int64_t)(s[i].weight_ns - period));
+		sp_buf_put_sleb(b, (int64_t)(s[i].time_ns - prev - (timed ? s[i].weight_ns : 0)));
+		if (payload)
+			sp_buf_put_uleb(b, s[i].payload);
+		prev = s[i].time_ns;
+	}
+	return sp_prof_writer_emit(w, SP_REC_EVENT_SAMPLES);
+}
+
+int sp_prof_writer_samples(struct sp_prof_writer *w, int32_t tid, uint64_t period,
+			   const struct sp_prof_sample *s, size_t n)
+{
+	/* a record per run of one kind: the kind is the record's, not each sample's */
+	for (size_t i = 0, j; i < n; i = j) {
+		for (j = i + 1; j < n && s[j].event == s[i].event;)
+			j++;
+		int err = s[i].event ? sp_prof_writer_event_samples(w, s[i].event, tid, period,
+								    s + i, j - i)
+				     : sp_prof_writer_cpu_samples(w, tid, period, s + i, j - i);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 int sp_prof_writer_sample(struct sp_prof_writer *w, const struct sp_prof_sample *s)
 {
+	if (s->event)
+		return -EINVAL; /* a SAMPLE record has no kind: it is a cpu sample */
 	struct sp_buf *b = &w->rec;
 	sp_buf_put_sleb(b, s->tid);
 	sp_buf_put_uleb(b, s->stack);

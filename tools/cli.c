@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "export/textfmt.h"
 #include "symbolize/bidcache.h"
 
 void sp_cli_error(const char *fmt, ...)
@@ -333,6 +334,14 @@ int sp_cli_filter(struct sp_cli_args *a, int key, struct sp_cli_filters *f)
 		return 1;
 	case SP_OPT_RANGE:
 		mo->range = a->value;
+		return 1;
+	case SP_OPT_EVENT:
+		/* checked against each profile's kinds when it is read */
+		if (!a->value[0]) {
+			sp_cli_bad(a, "--event: give an event kind (cpu, wall, alloc, free, user)");
+			return -1;
+		}
+		mo->event = a->value;
 		return 1;
 	case SP_OPT_NO_RANGES:
 		mo->no_ranges = true;
@@ -707,6 +716,61 @@ static bool sp_cli_range_known(const char *path, const char *name, const struct 
 	return false;
 }
 
+void sp_cli_list_events(const struct sp_profile *p, const char *sep, char *out, size_t cap)
+{
+	size_t len = 0;
+	out[0] = '\0';
+	for (size_t e = 0; e < p->n_events; e++) {
+		uint64_t n = 0, w = 0;
+		for (size_t i = 0; i < p->n_samples; i++)
+			if (p->samples[i].event == p->events[e].id) {
+				n++;
+				w += p->samples[i].weight_ns;
+			}
+		if (!n || len >= cap)
+			continue;
+		char wt[SP_TEXTFMT_LEN + 64];
+		sp_textfmt_weight(wt, sizeof(wt), w, p->events[e].unit);
+		int k = snprintf(out + len, cap - len, "%s%s %llu sample%s (%s)", len ? sep : "",
+				 p->events[e].name, (unsigned long long)n, n == 1 ? "" : "s", wt);
+		len = k > 0 ? len + (size_t)k : len;
+	}
+	if (!out[0])
+		snprintf(out, cap, "no samples");
+}
+
+/*
+ * Whether p holds samples of the kind --event names; if not, says so with
+ * the kinds it holds, and *rc is SP_EXIT_USAGE when neither stackprof nor
+ * p knows the name (a typo), else SP_EXIT_ERROR.
+ */
+static bool sp_cli_event_held(const char *path, const char *name, const struct sp_profile *p,
+			      int *rc)
+{
+	const struct sp_prof_event *e = sp_profile_event_named(p, name);
+	for (size_t i = 0; e && i < p->n_samples; i++)
+		if (p->samples[i].event == e->id)
+			return true;
+	char list[1024];
+	sp_cli_list_events(p, ", ", list, sizeof(list));
+	if (!e && !sp_prof_event_builtin_named(name)) {
+		char known[256] = "";
+		size_t len = 0;
+		for (uint32_t i = 0; i < SP_EVENT_BUILTIN_COUNT && len < sizeof(known); i++) {
+			int k = snprintf(known + len, sizeof(known) - len, "%s%s", i ? ", " : "",
+					 sp_prof_event_builtin(i)->name);
+			len = k > 0 ? len + (size_t)k : len;
+		}
+		sp_cli_error("--event: unknown event kind '%s' (stackprof knows %s; %s holds %s)",
+			     name, known, path, list);
+		*rc = SP_EXIT_USAGE;
+	} else {
+		sp_cli_error("--event: %s holds no %s samples; it holds %s", path, name, list);
+		*rc = SP_EXIT_ERROR;
+	}
+	return false;
+}
+
 static bool sp_statx_after(struct statx_timestamp a, struct statx_timestamp b)
 {
 	return a.tv_sec > b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec > b.tv_nsec);
@@ -759,8 +823,13 @@ static void sp_cli_note_later_run(const char *path)
 
 bool sp_cli_load(const char *path, const struct sp_cli_filters *f, struct sp_cli_input *in)
 {
+	in->rc = SP_EXIT_ERROR;
 	in->prof = sp_cli_read_profile(path);
 	if (!in->prof)
+		return false;
+	/* asked for by name, a kind must be there; cpu by default need not
+	 * (a process that never ran a sampled instruction has none) */
+	if (f->mo.event && !sp_cli_event_held(path, f->mo.event, in->prof, &in->rc))
 		return false;
 	sp_cli_note_later_run(path);
 	struct sp_model_opts mo = f->mo;
@@ -828,6 +897,7 @@ bool sp_cli_load_set(char *const *paths, size_t n, const struct sp_cli_filters *
 		     struct sp_cli_set *set)
 {
 	memset(set, 0, sizeof(*set));
+	set->rc = SP_EXIT_ERROR;
 	set->in = calloc(n ? n : 1, sizeof(*set->in));
 	set->views = calloc(n ? n : 1, sizeof(*set->views));
 	if (!set->in || !set->views) {
@@ -838,8 +908,10 @@ bool sp_cli_load_set(char *const *paths, size_t n, const struct sp_cli_filters *
 	/* every profile is read and symbolized on its own: each process had
 	 * its own modules at its own addresses */
 	for (size_t i = 0; i < n; i++)
-		if (!sp_cli_load(paths[i], f, &set->in[i]))
+		if (!sp_cli_load(paths[i], f, &set->in[i])) {
+			set->rc = set->in[i].rc;
 			return false;
+		}
 	set->model = set->in[0].model;
 	return true;
 }

@@ -161,6 +161,7 @@ enum {
 	SP_OPT_PYTHON_PLUMBING,
 	SP_OPT_NO_MODULE_CLASS,
 	SP_OPT_PER_PROCESS,
+	SP_OPT_EVENT,
 };
 
 /* Their table entries; each help text exists only here. */
@@ -199,7 +200,8 @@ enum {
 #define SP_CLI_OPT_METRIC                                                                          \
 	{                                                                                          \
 		SP_OPT_METRIC, 0, "metric", "us|samples",                                          \
-		    "values in CPU microseconds (default) or samples"                              \
+		    "values in CPU microseconds (default) or samples; with\n"                      \
+		    "--event, the kind's weight (wall microseconds, bytes)"                        \
 	}
 
 #define SP_CLI_OPT_PER_THREAD                                                                      \
@@ -225,8 +227,13 @@ enum {
 
 /* The filters and symbolizer options of every command that reads stacks. */
 #define SP_CLI_OPTS_FILTERS                                                                        \
-	{SP_OPT_THREAD, 0, "thread", "T[,T]",                                                      \
-	 "keep only these threads: ids, or names as the views\nshow them (py-worker)"},            \
+	{SP_OPT_EVENT, 0, "event", "KIND",                                                         \
+	 "show the samples of this event kind: cpu (the default),\n"                               \
+	 "wall, alloc, free, user, or another kind the profile\n"                                  \
+	 "names ('stackprof info' lists them); one kind at a time,\n"                              \
+	 "as their weights are in different units"},                                               \
+	    {SP_OPT_THREAD, 0, "thread", "T[,T]",                                                  \
+	     "keep only these threads: ids, or names as the views\nshow them (py-worker)"},        \
 	    {SP_OPT_RANGE, 0, "range", "NAME", "keep only samples inside a range named NAME"},     \
 	    {SP_OPT_NO_RANGES, 0, "no-ranges", NULL, "leave named ranges out"},                    \
 	    {SP_OPT_NO_INLINE, 0, "no-inline", NULL, "one frame per address: no inlined frames"},  \
@@ -320,6 +327,13 @@ int sp_cli_finish_output(FILE *f, const char *path);
  */
 int sp_cli_end_output(FILE *out, const char *path, int err, bool partial);
 
+/*
+ * "cpu 615 samples (6.136s)<sep>user 12 samples (12 count)": the event
+ * kinds p holds samples of, into out. Kinds it declares without a sample
+ * are left out; "no samples" when there are none.
+ */
+void sp_cli_list_events(const struct sp_profile *p, const char *sep, char *out, size_t cap);
+
 /* Whether path could be written ("-" is stdout): its directory is there
  * and writable, and it is not a directory; says why not. Checked before a
  * profile is read, so that a typo costs no symbolization. Creates nothing. */
@@ -332,13 +346,18 @@ FILE *sp_cli_open_output(const char *path);
 struct sp_cli_input {
 	struct sp_profile *prof;
 	struct sp_model *model;
+	/* when sp_cli_load failed: the exit status, SP_EXIT_ERROR, or
+	 * SP_EXIT_USAGE for an --event kind that neither stackprof nor the
+	 * profile knows */
+	int rc;
 };
 
 /*
  * Reads path and builds its model with f (sp_cli_read_profile, then
  * sp_cli_build_model). A --thread or --range that names nothing in the
- * profile is an error that lists what it has. On failure prints why and returns false; whatever was
- * made stays in *in for sp_cli_unload, which takes a zeroed *in too.
+ * profile is an error that lists what it has; so is an --event kind that
+ * it holds no sample of (an unknown kind is a usage error: in->rc). On failure prints why and
+ * returns false; whatever was made stays in *in for sp_cli_unload, which takes a zeroed *in too.
  */
 bool sp_cli_load(const char *path, const struct sp_cli_filters *f, struct sp_cli_input *in);
 /*
@@ -374,6 +393,7 @@ struct sp_cli_set {
 	size_t n;
 	struct sp_merge *merge;	      /* when n > 1 or per_process */
 	const struct sp_model *model; /* what to write: borrowed from the above */
+	int rc; /* when sp_cli_load_set failed: its exit status (sp_cli_input) */
 };
 
 /*

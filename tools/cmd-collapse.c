@@ -53,7 +53,8 @@ static const struct sp_cli_cmd sp_collapse_cmd = {
 	    "  stackprof collapse --frame func --per-thread rn.prof | sort -k2 -n | tail\n"
 	    "  stackprof collapse --metric samples --range 'LINEAR PASS' rn.prof\n"
 	    "  stackprof collapse --ops torch.prof > ops.folded\n"
-	    "  stackprof collapse --per-process pool.prof pool.prof.* > pool.folded\n",
+	    "  stackprof collapse --per-process pool.prof pool.prof.* > pool.folded\n"
+	    "  stackprof collapse --event user steps.prof      (samples of another kind)\n",
 };
 
 int sp_cmd_collapse(int argc, char **argv)
@@ -115,8 +116,10 @@ int sp_cmd_collapse(int argc, char **argv)
 	if (!sp_cli_output_ok(output))
 		goto out;
 	if (!sp_cli_load_set(a.operands, (size_t)a.n_operands, &flt, &set) ||
-	    !sp_cli_set_merge(&set, a.operands, per_process, ops ? &by_op : NULL))
+	    !sp_cli_set_merge(&set, a.operands, per_process, ops ? &by_op : NULL)) {
+		rc = set.rc;
 		goto out;
+	}
 	out = sp_cli_open_output(output);
 	if (!out)
 		goto out;

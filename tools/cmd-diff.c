@@ -177,8 +177,10 @@ int sp_cmd_diff(int argc, char **argv)
 	if (!sp_cli_output_ok(output))
 		goto out;
 	for (int i = 0; i < 2; i++) {
-		if (!sp_cli_load(a.operands[i], &flt, &in[i]))
+		if (!sp_cli_load(a.operands[i], &flt, &in[i])) {
+			rc = in[i].rc;
 			goto out;
+		}
 		models[i] = in[i].model;
 		/* the table's rollup makes its own; the folded stacks need the view */
 		if (collapsed && (dopt.by == SP_ROLLUP_OP || dopt.by == SP_ROLLUP_MODULE_PATH)) {

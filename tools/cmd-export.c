@@ -105,8 +105,10 @@ int sp_cmd_export(int argc, char **argv)
 	rc = SP_EXIT_ERROR;
 	if (!sp_cli_output_ok(output))
 		goto out;
-	if (!sp_cli_load(a.operands[0], &flt, &in))
+	if (!sp_cli_load(a.operands[0], &flt, &in)) {
+		rc = in.rc;
 		goto out;
+	}
 	out = sp_cli_open_output(output);
 	if (!out)
 		goto out;

@@ -184,9 +184,12 @@ int sp_cmd_flamegraph(int argc, char **argv)
 	char *base_paths[1] = {(char *)base_path};
 	if (!sp_cli_load_set(a.operands, (size_t)a.n_operands, &flt, &set) ||
 	    !sp_cli_set_merge(&set, a.operands, per_process, ops ? &by_op : NULL) ||
-	    (base_path && (!sp_cli_load_set(base_paths, 1, &flt, &base) ||
-			   !sp_cli_set_merge(&base, base_paths, per_process, ops ? &by_op : NULL))))
+	    (base_path &&
+	     (!sp_cli_load_set(base_paths, 1, &flt, &base) ||
+	      !sp_cli_set_merge(&base, base_paths, per_process, ops ? &by_op : NULL)))) {
+		rc = base.rc == SP_EXIT_USAGE ? base.rc : set.rc;
 		goto out;
+	}
 	if (!set.model->total_samples)
 		sp_cli_warn("%s: no samples%s; the graph is empty", a.operands[0],
 			    flt.threads || flt.mo.range ? " match the filters" : "");

@@ -25,7 +25,8 @@ static const struct sp_cli_cmd sp_info_cmd = {
     .name = "info",
     .synopsis = "[options] PROFILE",
     .about = "Prints the profile's header (command, pid, start time, timer, rate), its\n"
-	     "counts (samples, drops, unwind errors, truncated stacks), the achieved\n"
+	     "counts (samples, drops, unwind errors, truncated stacks), the event kinds\n"
+	     "it holds (cpu, and others: the views show one, --event), the achieved\n"
 	     "sampling rate, the share of samples that unwound to a thread root, and its\n"
 	     "threads. A profile cut off at its last flush (the program was killed or\n"
 	     "crashed before it finished the profile, or the file was cut or copied\n"
@@ -90,6 +91,11 @@ static void sp_info_print(FILE *f, const char *path, const struct sp_profile *p,
 	sp_textfmt_time(cpu, sizeof(cpu), s.weight_ns);
 	fprintf(f, "samples:     %llu (%s of CPU), %zu unique stacks\n",
 		(unsigned long long)s.samples, cpu, p->n_stacks);
+	/* each kind with its count and total weight in its own unit: the views
+	 * show one at a time (--event) */
+	char events[1024];
+	sp_cli_list_events(p, "\n             ", events, sizeof(events));
+	fprintf(f, "events:      %s\n", events);
 	const struct sp_prof_stats *st = &p->stats;
 	fprintf(f, "drops:       %llu (sample buffer full, or no memory for a stack)\n",
 		(unsigned long long)st->drops);

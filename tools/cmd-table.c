@@ -167,8 +167,10 @@ int sp_cmd_table(int argc, char **argv)
 	rc = SP_EXIT_ERROR;
 	if (!sp_cli_output_ok(output))
 		goto out;
-	if (!sp_cli_load_set(a.operands, (size_t)a.n_operands, &flt, &set))
+	if (!sp_cli_load_set(a.operands, (size_t)a.n_operands, &flt, &set)) {
+		rc = set.rc;
 		goto out;
+	}
 	/* operators by their Python callers, as with_stack groups them, when
 	 * the profile has Python frames to show */
 	bool python = sp_has_python(&set);

@@ -175,8 +175,10 @@ int sp_cmd_top(int argc, char **argv)
 	to.viewed = (a.n_operands > 1 || per_process) &&
 		    (to.by == SP_ROLLUP_OP || to.by == SP_ROLLUP_MODULE_PATH);
 	if (!sp_cli_load_set(a.operands, (size_t)a.n_operands, &flt, &set) ||
-	    !sp_cli_set_merge(&set, a.operands, per_process, to.viewed ? &vb : NULL))
+	    !sp_cli_set_merge(&set, a.operands, per_process, to.viewed ? &vb : NULL)) {
+		rc = set.rc;
 		goto out;
+	}
 	if (!to.viewed)
 		sp_cli_hint_by(a.operands[0], set.in[0].prof, to.by);
 	out = sp_cli_open_output(output);

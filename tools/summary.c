@@ -50,6 +50,8 @@ void sp_summary_compute(const struct sp_profile *p, const struct sp_model *m, st
 	uint64_t errs = 0;
 	for (size_t i = 0; i < p->n_samples; i++) {
 		const struct sp_prof_sample *x = &p->samples[i];
+		if (x->event != SP_EVENT_CPU)
+			continue; /* the timer's figures: other kinds are not CPU time */
 		s->samples++;
 		s->weight_ns += x->weight_ns;
 		const struct sp_prof_stack *st = sp_profile_stack(p, x->stack);
@@ -68,6 +70,8 @@ void sp_summary_compute(const struct sp_profile *p, const struct sp_model *m, st
 		signed char *memo = calloc(p->n_stacks + 1, 1);
 		uint64_t rooted = 0;
 		for (size_t i = 0; memo && i < p->n_samples; i++) {
+			if (p->samples[i].event != SP_EVENT_CPU)
+				continue;
 			uint32_t id = p->samples[i].stack;
 			if (!memo[id])
 				memo[id] =
@@ -75,7 +79,7 @@ void sp_summary_compute(const struct sp_profile *p, const struct sp_model *m, st
 			rooted += memo[id] > 0;
 		}
 		free(memo);
-		s->rooted_fraction = p->n_samples ? (double)rooted / (double)p->n_samples : 0;
+		s->rooted_fraction = s->samples ? (double)rooted / (double)s->samples : 0;
 		/* the threads that ran: one that took no sample (a pool that
 		 * never woke) is listed by info, not counted here */
 		for (size_t i = 0; i < m->n_threads; i++)

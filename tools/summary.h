@@ -13,7 +13,7 @@
 #include "format/profile.h"
 
 struct sp_summary {
-	uint64_t samples, weight_ns, cpu_ns_by_threads;
+	uint64_t samples, weight_ns, cpu_ns_by_threads; /* of the cpu samples only */
 	uint64_t scanned; /* samples with a frame found by scanning the stack */
 	size_t threads;
 	double achieved_hz;	/* samples per CPU-second of a sampled thread */

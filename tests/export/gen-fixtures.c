@@ -11,7 +11,8 @@
  *   gen-fixtures DIR            base.prof new.prof truncated.prof junk.prof,
  *                               ops-base.prof ops-new.prof (a torch model's frames
  *                               and module ranges), and py-base.prof py-new.prof
- *                               (Python frames merged into native stacks) in DIR
+ *                               (Python frames merged into native stacks), and
+ *                               events.prof (cpu and user samples: format version 3) in DIR
  *   gen-fixtures --big FILE SAMPLES STACKS
  *                               a large random-but-seeded profile for speed tests
  */
@@ -773,6 +774,60 @@ static void copy_prefix(const char *from, const char *to, uint64_t n)
 		exit(1);
 }
 
+/*
+ * events.prof: cpu samples and samples of the user kind (an event source
+ * of the program's own, such as one sample per stackprof_step(): weight in
+ * steps, the step number as payload), on two threads, written as the
+ * sampler writes them (SAMPLES, EVENT_SAMPLES). The views show the cpu
+ * samples unless --event user asks for the others; info lists both.
+ */
+static void write_events(const char *path)
+{
+	int fd;
+	struct gen g = {.clock = {0}};
+	g.w = start(path, &fd, 4300);
+	const enum fn s_gemm[] = {F_START, F_MAIN, F_RUN, F_CONV, F_GEMM};
+	const enum fn s_bn[] = {F_START, F_MAIN, F_RUN, F_BN};
+	const enum fn s_push[] = {F_START, F_MAIN, F_PUSH};
+	const enum fn s_wcpy[] = {F_WORKER, F_MEMCPY};
+	uint32_t gemm = stack_of(&g, 0, 5, s_gemm);
+	uint32_t bn = stack_of(&g, 0, 4, s_bn);
+	uint32_t push = stack_of(&g, 0, 3, s_push);
+	uint32_t wcpy = stack_of(&g, 0, 2, s_wcpy);
+	struct sp_prof_sample x[64];
+	size_t n = 0;
+	/* thread 1000: cpu in gemm and batch norm, a step at each push */
+	for (int i = 0; i < 12; i++) {
+		int step = i % 4 == 3;
+		g.clock[0] += MS;
+		x[n++] = (struct sp_prof_sample){.event = step ? SP_EVENT_USER : SP_EVENT_CPU,
+						 .stack = step	  ? push
+							  : i % 2 ? bn
+								  : gemm,
+						 .range = step ? 1 : 2,
+						 .time_ns = g.clock[0],
+						 .weight_ns = step ? 1 : MS,
+						 .payload = step ? (uint64_t)i / 4 + 1 : 0};
+	}
+	check(sp_prof_writer_samples(g.w, 1000, MS, x, n), "samples");
+	/* thread 1001: cpu in memcpy, and steps of weight 2 there */
+	n = 0;
+	for (int i = 0; i < 6; i++) {
+		g.clock[1] += MS;
+		x[n++] = (struct sp_prof_sample){.event = i >= 4 ? SP_EVENT_USER : SP_EVENT_CPU,
+						 .stack = wcpy,
+						 .time_ns = g.clock[1],
+						 .weight_ns = i >= 4 ? 2 : MS,
+						 .payload = i >= 4 ? 10 + (uint64_t)i : 0};
+	}
+	check(sp_prof_writer_samples(g.w, 1001, MS, x, n), "samples");
+	struct sp_prof_stats st = {
+	    .flags = SP_STATS_FINAL, .samples = 18, .timer = (char *)"posix-cputimer"};
+	check(sp_prof_writer_stats(g.w, &st), "stats");
+	check(sp_prof_writer_close(g.w), "close");
+	close(fd);
+}
+
 /* A xorshift generator: the big profile is the same on every run. */
 static uint64_t rnd(uint64_t *s)
 {
@@ -838,6 +893,9 @@ int main(int argc, char **argv)
 	write_python(path, 0);
 	snprintf(path, sizeof(path), "%s/py-new.prof", argv[1]);
 	write_python(path, 1);
+
+	snprintf(path, sizeof(path), "%s/events.prof", argv[1]);
+	write_events(path);
 
 	snprintf(path, sizeof(path), "%s/junk.prof", argv[1]);
 	FILE *f = fopen(path, "wb");

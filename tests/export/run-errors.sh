@@ -106,6 +106,25 @@ expect 2 "--minwidth" flamegraph --minwidth 3em "$FIX/base.prof"
 expect 2 "--format" export --format svg "$FIX/base.prof"
 expect 2 "--format" export "$FIX/base.prof"
 expect 1 "cannot write" collapse -o "$TMP/no/such/dir/x" "$FIX/base.prof"
+# --event: a kind nobody knows is a usage error; a kind the profile has no
+# sample of is an error that lists what it has; in every view
+for cmd in collapse table top flamegraph "export --format pprof -o $TMP/x.pb.gz" \
+	"export --format chrome" "export --format speedscope" "diff $FIX/events.prof"; do
+	# shellcheck disable=SC2086
+	expect 2 "^stackprof: --event: unknown event kind 'bogus' \(stackprof knows cpu, wall, alloc, free, user; .*events.prof holds cpu 13 samples \(13.000ms\), user 5 samples \(7 count\)\)" \
+		$cmd --event bogus "$FIX/events.prof"
+	# shellcheck disable=SC2086
+	expect 1 "^stackprof: --event: .*events.prof holds no alloc samples; it holds cpu 13 samples" \
+		$cmd --event alloc "$FIX/events.prof"
+	# a version 1 file holds cpu samples only
+	# shellcheck disable=SC2086
+	expect 1 "base.prof holds no user samples; it holds cpu 126 samples" $cmd --event user "$FIX/base.prof"
+	# shellcheck disable=SC2086
+	expect 0 "" $cmd --event user "$FIX/events.prof"
+done
+expect 2 "--event: give an event kind" top --event '' "$FIX/events.prof"
+# merged views: every profile must hold the kind asked for
+expect 1 "base.prof holds no user samples" collapse --event user "$FIX/events.prof" "$FIX/base.prof"
 
 # a full disk is an error with a message, not a silent short file
 if [ -w /dev/full ]; then

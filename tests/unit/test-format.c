@@ -7,7 +7,9 @@
  * batching: many small records and one larger than its buffer, in order,
  * and everything before a flush readable from the file at that moment; a
  * record that cannot be allocated ends the stream at the last flush;
- * version 2's STACK_DIFF and SAMPLES records, and the versions read.
+ * version 2's STACK_DIFF and SAMPLES records, and the versions read;
+ * version 3's event kinds: samples of several kinds with their payloads,
+ * a kind the file declares by name, and their bad forms refused.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -100,6 +102,16 @@ static void make_profile(const char *path)
 		struct sp_prof_sample x = {.tid = 42, .stack = 1, .time_ns = 5000, .weight_ns = 7};
 		CHECK(sp_prof_writer_sample(w, &x) == 0);
 	}
+	/* samples of another kind, with payloads: the cuts and flips below reach them */
+	struct sp_prof_sample u[2] = {
+	    {.event = SP_EVENT_USER, .stack = 2, .time_ns = 6000, .weight_ns = 1, .payload = 77},
+	    {.event = SP_EVENT_USER,
+	     .stack = 1,
+	     .time_ns = 6500,
+	     .weight_ns = 3,
+	     .payload = 1ull << 40},
+	};
+	CHECK(sp_prof_writer_samples(w, 43, 0, u, 2) == 0);
 	mk = (struct sp_prof_mark){.kind = SP_MARK_WINDOW_END, .time_ns = 4000};
 	CHECK(sp_prof_writer_mark(w, &mk) == 0);
 	st.samples = 5;
@@ -184,7 +196,8 @@ static bool same_samples(const struct sp_profile *a, const struct sp_profile *b)
 	for (size_t i = 0; i < a->n_samples; i++) {
 		const struct sp_prof_sample *x = &a->samples[i], *y = &b->samples[i];
 		if (x->tid != y->tid || x->stack != y->stack || x->range != y->range ||
-		    x->time_ns != y->time_ns || x->weight_ns != y->weight_ns)
+		    x->time_ns != y->time_ns || x->weight_ns != y->weight_ns ||
+		    x->event != y->event || x->payload != y->payload)
 			return false;
 	}
 	return true;
@@ -410,8 +423,14 @@ static void test_v2(const char *path)
 		uint32_t st[4] = {1, 3, 2, 2};
 		for (size_t i = 0; same && i < 4; i++)
 			same = p->samples[i].tid == -3 && p->samples[i].time_ns == t[i] &&
-			       p->samples[i].weight_ns == wt[i] && p->samples[i].stack == st[i];
+			       p->samples[i].weight_ns == wt[i] && p->samples[i].stack == st[i] &&
+			       p->samples[i].event == SP_EVENT_CPU && p->samples[i].payload == 0;
 		CHECK(same);
+		/* a version 2 file's samples are cpu samples, the one kind it has */
+		CHECK(p->n_events == 1 && p->events[0].id == 0 &&
+		      !strcmp(p->events[0].name, "cpu") && !strcmp(p->events[0].unit, "ns") &&
+		      sp_profile_event_named(p, "cpu") == &p->events[0] &&
+		      !sp_profile_event_named(p, "user"));
 		sp_profile_free(p);
 	}
 	void (*bad[])(struct sp_prof_writer *) = {diff_unknown_base, diff_keeps_too_much,
@@ -430,9 +449,13 @@ static void test_v2(const char *path)
 	p = sp_profile_read(path, err, sizeof(err));
 	CHECK(p != NULL && p->status == SP_READ_OK && p->n_stacks == 1);
 	sp_profile_free(p);
-	make_v(path, 3, stack1);
+	make_v(path, 2, stack1);
+	p = sp_profile_read(path, err, sizeof(err));
+	CHECK(p != NULL && p->status == SP_READ_OK && p->n_stacks == 1);
+	sp_profile_free(p);
+	make_v(path, 4, stack1);
 	CHECK(sp_profile_read(path, err, sizeof(err)) == NULL &&
-	      strstr(err, "profile version 3, this stackprof reads versions 1 to 2"));
+	      strstr(err, "profile version 4, this stackprof reads versions 1 to 3"));
 }
 
 /* The record stream inside a profile: the whole zlib stream inflated. */
@@ -526,7 +549,7 @@ static void test_cut_or_damaged(const char *whole, const char *path)
 	/* flushes right after checkpoints, cut in the next part: a cut */
 	write_reflushed(path, raw, len, ck[0], ck[1] - ck[0]);
 	struct sp_profile *p = sp_profile_read(path, err, sizeof(err));
-	CHECK(p && p->status == SP_READ_TRUNCATED && p->n_samples == 5);
+	CHECK(p && p->status == SP_READ_TRUNCATED && p->n_samples == 7);
 	sp_profile_free(p);
 	/* a flush after a record that is not a checkpoint */
 	write_reflushed(path, raw, len, ck[0], mid - ck[0]);
@@ -541,6 +564,136 @@ static void test_cut_or_damaged(const char *whole, const char *path)
 	sp_profile_free(p);
 	free(raw);
 	free(data);
+}
+
+/* cpu, user and a kind of the file's own, interleaved in one batch; and
+ * wall, whose time is stored less its weight */
+static void events_mixed(struct sp_prof_writer *w)
+{
+	stack1(w);
+	struct sp_prof_event gpu = {.id = 9, .name = "gpu", .unit = "launches"};
+	CHECK(sp_prof_writer_event(w, &gpu) == 0);
+	CHECK(sp_prof_writer_event(w, &gpu) == -EEXIST);
+	struct sp_prof_event cpu = {.id = 0, .name = "cpu", .unit = "ns"};
+	CHECK(sp_prof_writer_event(w, &cpu) == -EINVAL);
+	struct sp_prof_sample x[6] = {
+	    {.stack = 1, .time_ns = 1000000, .weight_ns = 1000000},
+	    {.event = SP_EVENT_USER, .stack = 1, .time_ns = 1000100, .weight_ns = 1, .payload = 5},
+	    {.event = SP_EVENT_USER,
+	     .stack = 1,
+	     .range = 0,
+	     .time_ns = 1000200,
+	     .weight_ns = 2,
+	     .payload = UINT64_MAX},
+	    {.stack = 1, .time_ns = 2000000, .weight_ns = 1000000},
+	    {.event = 9, .stack = 1, .time_ns = 2500000, .weight_ns = 3, .payload = 123},
+	    {.event = SP_EVENT_WALL,
+	     .stack = 1,
+	     .time_ns = 9000000,
+	     .weight_ns = 7000000,
+	     .payload = 2},
+	};
+	CHECK(sp_prof_writer_samples(w, 11, 1000000, x, 6) == 0);
+	/* an id neither declared nor built in */
+	struct sp_prof_sample y = {.event = 10, .stack = 1, .time_ns = 1};
+	CHECK(sp_prof_writer_samples(w, 11, 0, &y, 1) == -EINVAL);
+	y.event = 0;
+	CHECK(sp_prof_writer_sample(w, &y) == 0);
+	y.event = SP_EVENT_USER;
+	CHECK(sp_prof_writer_sample(w, &y) == -EINVAL); /* a SAMPLE record has no kind */
+}
+
+static void events_unknown_stack(struct sp_prof_writer *w)
+{
+	stack1(w);
+	struct sp_prof_sample x = {.event = SP_EVENT_ALLOC, .stack = 2, .weight_ns = 4096};
+	CHECK(sp_prof_writer_samples(w, 1, 0, &x, 1) == 0);
+}
+
+/* Rewrites path's records with fn applied to the inflated stream. */
+static void patch_records(const char *path, void (*fn)(unsigned char *raw, size_t len))
+{
+	size_t n, len;
+	unsigned char *data = read_file(path, &n);
+	unsigned char *raw = inflate_all(data, n, &len);
+	fn(raw, len);
+	write_reflushed(path, raw, len, len, 0);
+	free(raw);
+	free(data);
+}
+
+/* The EVENT record's id byte: the samples after it name an undeclared kind (4 -> 5), or it
+ * declares cpu (4 -> 0). */
+static unsigned char event_id_to;
+static void patch_event_id(unsigned char *raw, size_t len)
+{
+	size_t off = 0;
+	while (off < len) {
+		unsigned type;
+		size_t end = record_end(raw, off, &type);
+		size_t payload = end - raw[off + 1]; /* a one-byte length */
+		if (type == SP_REC_EVENT && raw[payload] == SP_EVENT_USER) {
+			raw[payload] = event_id_to;
+			return;
+		}
+		off = end;
+	}
+	CHECK(!"no EVENT record for user");
+}
+
+static void test_events(const char *path)
+{
+	char err[256];
+	make_v(path, SP_PROFILE_VERSION, events_mixed);
+	struct sp_profile *p = sp_profile_read(path, err, sizeof(err));
+	CHECK(p != NULL);
+	if (p) {
+		CHECK(p->status == SP_READ_OK && p->n_samples == 7);
+		/* cpu, then the kinds in the order the file declared them */
+		CHECK(p->n_events == 4 && !strcmp(p->events[0].name, "cpu") &&
+		      p->events[1].id == 9 && !strcmp(p->events[1].name, "gpu") &&
+		      !strcmp(p->events[1].unit, "launches") && p->events[1].flags == 0 &&
+		      p->events[2].id == SP_EVENT_USER && !strcmp(p->events[2].name, "user") &&
+		      !strcmp(p->events[2].unit, "count") &&
+		      p->events[2].flags == SP_EVENT_PAYLOAD && p->events[3].id == SP_EVENT_WALL &&
+		      !strcmp(p->events[3].unit, "ns") &&
+		      p->events[3].flags == (SP_EVENT_PAYLOAD | SP_EVENT_TIMED));
+		uint32_t ev[7] = {0, SP_EVENT_USER, SP_EVENT_USER, 0, 9, SP_EVENT_WALL, 0};
+		uint64_t t[7] = {1000000, 1000100, 1000200, 2000000, 2500000, 9000000, 1};
+		uint64_t wt[7] = {1000000, 1, 2, 1000000, 3, 7000000, 0};
+		uint64_t pl[7] = {0, 5, UINT64_MAX, 0, 0, 2, 0};
+		bool same = p->n_samples == 7;
+		for (size_t i = 0; same && i < 7; i++)
+			same = p->samples[i].tid == (i < 6 ? 11 : 0) &&
+			       p->samples[i].event == ev[i] && p->samples[i].time_ns == t[i] &&
+			       p->samples[i].weight_ns == wt[i] && p->samples[i].payload == pl[i] &&
+			       p->samples[i].stack == 1;
+		CHECK(same);
+		CHECK(sp_profile_event_named(p, "gpu") == &p->events[1] &&
+		      sp_profile_event(p, SP_EVENT_WALL) == &p->events[3] &&
+		      !sp_profile_event(p, SP_EVENT_ALLOC));
+		sp_profile_free(p);
+	}
+	/* a sample of a kind with a stack that is not there */
+	make_v(path, SP_PROFILE_VERSION, events_unknown_stack);
+	p = sp_profile_read(path, err, sizeof(err));
+	CHECK(p && p->status == SP_READ_CORRUPT && strstr(p->error, "unknown stack") &&
+	      p->n_samples == 0 && p->n_events == 1);
+	sp_profile_free(p);
+	/* samples of a kind no EVENT record declared; an EVENT record for cpu */
+	const unsigned char to[2] = {5, 0};
+	const char *why[2] = {"samples of event 4, which no EVENT record declares",
+			      "bad event record (id 0, user)"};
+	for (int i = 0; i < 2; i++) {
+		make_v(path, SP_PROFILE_VERSION, events_mixed);
+		event_id_to = to[i];
+		patch_records(path, patch_event_id);
+		p = sp_profile_read(path, err, sizeof(err));
+		CHECK(p && p->status == SP_READ_CORRUPT && strstr(p->error, why[i]));
+		if (p && !strstr(p->error, why[i]))
+			fprintf(stderr, "test_events: %s\n", p->error);
+		sp_profile_free(p);
+	}
 }
 
 int main(void)
@@ -562,7 +715,12 @@ int main(void)
 		CHECK(p->header.pid == 42 && !strcmp(p->header.cmdline, "prog --arg"));
 		CHECK(p->n_modules == 1 && p->modules[0].build_id_len == 4 &&
 		      p->modules[0].build_id[0] == 0xde);
-		CHECK(p->n_samples == 5 && p->n_stacks == 2 && p->n_ranges == 2 && p->n_jits == 1);
+		CHECK(p->n_samples == 7 && p->n_stacks == 2 && p->n_ranges == 2 && p->n_jits == 1);
+		CHECK(p->samples[5].tid == 43 && p->samples[5].event == SP_EVENT_USER &&
+		      p->samples[5].stack == 2 && p->samples[5].time_ns == 6000 &&
+		      p->samples[5].weight_ns == 1 && p->samples[5].payload == 77 &&
+		      p->samples[6].payload == 1ull << 40 && p->samples[6].time_ns == 6500);
+		CHECK(p->n_events == 2 && !strcmp(p->events[1].name, "user"));
 		CHECK(p->stacks[0].depth == 3 && p->stacks[0].pcs[2] == 0x400100);
 		CHECK(p->stacks[1].depth == 3 && p->stacks[1].flags == 0 &&
 		      !memcmp(p->stacks[1].pcs, pcs2_want, sizeof(pcs2_want)));
@@ -602,7 +760,7 @@ int main(void)
 			continue;
 		}
 		CHECK(q->status == SP_READ_TRUNCATED || q->status == SP_READ_OK);
-		CHECK(q->n_samples == 3 || q->n_samples == 5);
+		CHECK(q->n_samples == 3 || q->n_samples == 7);
 		if (q->n_samples == 3) {
 			kept_first_block++;
 			/* the end mark was in the lost block: the window stays open */
@@ -644,6 +802,7 @@ int main(void)
 	test_cut_or_damaged(path, cut);
 	test_windows(cut);
 	test_v2(cut);
+	test_events(cut);
 	test_batching(path, cut);
 	test_oom(cut);
 
