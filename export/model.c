@@ -1016,6 +1016,26 @@ char *sp_model_thread_label(const struct sp_mthread *t, char *out, size_t len)
 	return out;
 }
 
+const char *sp_model_unit(const struct sp_model *m)
+{
+	return m->event && m->event->unit ? m->event->unit : "ns";
+}
+
+const char *sp_model_event_name(const struct sp_model *m)
+{
+	return m->event && m->event->name ? m->event->name : "cpu";
+}
+
+bool sp_model_is_cpu(const struct sp_model *m)
+{
+	return !m->event || m->event->id == SP_EVENT_CPU;
+}
+
+bool sp_model_is_timed(const struct sp_model *m)
+{
+	return !strcmp(sp_model_unit(m), "ns");
+}
+
 static int sp_sample_cmp(const void *a, const void *b, void *arg)
 {
 	const struct sp_model *m = arg;

@@ -193,4 +193,20 @@ const char *sp_model_short_path(const struct sp_model_opts *o, const char *path)
 /* Thread label "name-tid", or "tid" when unnamed, into out; returns out. */
 char *sp_model_thread_label(const struct sp_mthread *t, char *out, size_t len);
 
+/*
+ * m's event kind, which every output names and measures by. The unit of
+ * m's weights ("ns", "bytes", "count", ...) and the kind's name ("cpu",
+ * "user"): "ns" and "cpu" for a model of no kind. Borrowed from m's profile.
+ */
+const char *sp_model_unit(const struct sp_model *m);
+const char *sp_model_event_name(const struct sp_model *m);
+
+/* Whether m is of kind cpu, the default, which outputs call "CPU" as they
+ * did before there were other kinds. */
+bool sp_model_is_cpu(const struct sp_model *m);
+
+/* Whether m's weights are nanoseconds (cpu, wall): times, printed as times
+ * and drawn on a timeline; other kinds' weights are amounts. */
+bool sp_model_is_timed(const struct sp_model *m);
+
 #endif
