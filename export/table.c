@@ -297,6 +297,15 @@ static const char *sp_fit(const char *s, int w, char *out, size_t cap)
 
 #define SP_N_COLS 6
 
+/* A weight cell: a time, or a number whose unit is in the column's name. */
+static const char *sp_amount(char *out, size_t len, uint64_t v, bool timed)
+{
+	if (timed)
+		return sp_textfmt_time(out, len, v);
+	snprintf(out, len, "%" PRIu64, v);
+	return out;
+}
+
 static void sp_blank_cells(FILE *out, int name_w)
 {
 	sp_cell(out, "", name_w, false);
@@ -344,8 +353,21 @@ int sp_table_write(const struct sp_model *m, const struct sp_table_opts *o, FILE
 	src_w = o->stack_n ? (src_w + 4 < SP_SRC_MAX_W ? src_w + 4 : SP_SRC_MAX_W) : 0;
 	int nw = (int)name_w, sw = (int)src_w;
 
-	static const char *const headers[SP_N_COLS] = {"Name",	      "Self CPU %", "Self CPU",
-						       "CPU total %", "CPU total",  "Samples"};
+	/* torch's CPU columns for cpu; another kind's weights are named by
+	 * their kind when they are time ("Self wall"), else by their unit
+	 * ("Self count"), a plain number under it so that bytes fit the column */
+	bool cpu = sp_model_is_cpu(m), timed = sp_model_is_timed(m);
+	const char *unit = sp_model_unit(m);
+	const char *noun = timed ? sp_model_event_name(m) : unit;
+	char self_h[SP_COL_W + 1], total_h[SP_COL_W + 1];
+	snprintf(self_h, sizeof(self_h), "Self %s", noun);
+	snprintf(total_h, sizeof(total_h), "Total %s", noun);
+	const char *const headers[SP_N_COLS] = {"Name",
+						cpu ? "Self CPU %" : "Self %",
+						cpu ? "Self CPU" : self_h,
+						cpu ? "CPU total %" : "Total %",
+						cpu ? "CPU total" : total_h,
+						"Samples"};
 	sp_sep(out, nw, SP_N_COLS, sw);
 	for (int c = 0; c < SP_N_COLS; c++)
 		sp_cell(out, headers[c], c ? SP_COL_W : nw, false);
@@ -369,10 +391,10 @@ int sp_table_write(const struct sp_model *m, const struct sp_table_opts *o, FILE
 		sp_cell(out, name, nw, false);
 		sp_cell(out, sp_textfmt_share(v, sizeof(v), (double)r->self_ns, total), SP_COL_W,
 			false);
-		sp_cell(out, sp_textfmt_time(v, sizeof(v), r->self_ns), SP_COL_W, false);
+		sp_cell(out, sp_amount(v, sizeof(v), r->self_ns, timed), SP_COL_W, false);
 		sp_cell(out, sp_textfmt_share(v, sizeof(v), (double)r->total_ns, total), SP_COL_W,
 			false);
-		sp_cell(out, sp_textfmt_time(v, sizeof(v), r->total_ns), SP_COL_W, false);
+		sp_cell(out, sp_amount(v, sizeof(v), r->total_ns, timed), SP_COL_W, false);
 		snprintf(v, sizeof(v), "%" PRIu64, r->total_samples);
 		sp_cell(out, v, SP_COL_W, false);
 		if (sw) {
@@ -400,8 +422,12 @@ int sp_table_write(const struct sp_model *m, const struct sp_table_opts *o, FILE
 	}
 	if (!err) {
 		sp_sep(out, nw, SP_N_COLS, sw);
-		fprintf(out, "Self CPU time total: %s\n",
-			sp_textfmt_time(v, sizeof(v), m->total_weight_ns));
+		if (cpu)
+			fprintf(out, "Self CPU time total: %s\n",
+				sp_textfmt_time(v, sizeof(v), m->total_weight_ns));
+		else
+			fprintf(out, "Self %s total: %s\n", sp_model_event_name(m),
+				sp_textfmt_weight(v, sizeof(v), m->total_weight_ns, unit));
 		err = sp_textfmt_out_error(out);
 	}
 	if (b.oom && !err)
