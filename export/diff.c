@@ -69,6 +69,29 @@ static void sp_side(const struct sp_rollup_row *row, bool total, double scale, d
 	*n = row ? (double)(total ? row->total_samples : row->self_samples) * scale : 0;
 }
 
+/*
+ * A weight column: a time, or a number whose unit is in the column's name,
+ * whole unless --normalize scaled it (2 counts x 0.6364 is 1.27, not 1).
+ */
+static const char *sp_amount(char *out, size_t len, double v, bool timed)
+{
+	if (timed)
+		return sp_textfmt_time(out, len, (uint64_t)llround(v));
+	snprintf(out, len, v == round(v) ? "%.0f" : "%.2f", v);
+	return out;
+}
+
+static const char *sp_delta(char *out, size_t len, double v, bool timed)
+{
+	if (timed)
+		return sp_textfmt_delta(out, len, (int64_t)llround(v));
+	if (fabs(v) < 0.005)
+		snprintf(out, len, "0"); /* not "-0.00" */
+	else
+		snprintf(out, len, v == round(v) ? "%+.0f" : "%+.2f", v);
+	return out;
+}
+
 int sp_diff_write(const struct sp_model *base, const struct sp_model *cur,
 		  const struct sp_diff_opts *o, FILE *out)
 {
@@ -131,23 +154,35 @@ int sp_diff_write(const struct sp_model *base, const struct sp_model *cur,
 	sp_sort_by = o->sort;
 	qsort(rows, n, sizeof(*rows), sp_drow_cmp);
 
-	fprintf(out, "base: %s  %s CPU in %llu samples\n", o->base_name ? o->base_name : "base",
-		sp_textfmt_time(t1, sizeof(t1), rb.total_ns), (unsigned long long)rb.total_samples);
-	fprintf(out, "new:  %s  %s CPU in %llu samples", o->new_name ? o->new_name : "new",
-		sp_textfmt_time(t1, sizeof(t1), rn.total_ns), (unsigned long long)rn.total_samples);
+	/* weights in the kind's unit, as top prints them: "13.000ms CPU",
+	 * "7 count of user"; an amount's columns hold plain numbers */
+	bool cpu = sp_model_is_cpu(base), timed = sp_model_is_timed(base);
+	const char *unit = sp_model_unit(base), *kind = sp_model_event_name(base);
+	const char *noun = timed ? "time" : unit;
+	fprintf(out, "base: %s  %s %s%s in %llu samples\n", o->base_name ? o->base_name : "base",
+		sp_textfmt_weight(t1, sizeof(t1), rb.total_ns, unit), cpu ? "CPU" : "of ",
+		cpu ? "" : kind, (unsigned long long)rb.total_samples);
+	fprintf(out, "new:  %s  %s %s%s in %llu samples", o->new_name ? o->new_name : "new",
+		sp_textfmt_weight(t1, sizeof(t1), rn.total_ns, unit), cpu ? "CPU" : "of ",
+		cpu ? "" : kind, (unsigned long long)rn.total_samples);
 	if (scale != 1)
 		fprintf(out, " (normalized: new values x %.4f)", scale);
 	static const char *const order[] = {"biggest growth first", "largest change first",
-					    "by base time", "by new time", "by name"};
-	fprintf(out, "\ncomparing %s time per %s, %s", o->total ? "total" : "self",
-		sp_rollup_by_noun(o->by, false), order[o->sort]);
+					    "by base", "by new", "by name"};
+	bool by_side = o->sort == SP_DIFF_BASE || o->sort == SP_DIFF_NEW;
+	fprintf(out, "\ncomparing %s %s per %s, %s%s%s", o->total ? "total" : "self", noun,
+		sp_rollup_by_noun(o->by, false), order[o->sort], by_side ? " " : "",
+		by_side ? noun : "");
 	if (o->name_re)
 		fprintf(out, "; names matching '%s' only", o->name_pattern ? o->name_pattern : "");
 	if (o->threshold_pct > 0)
 		fprintf(out, "; changes within %.2f%% of the base total are unchanged",
 			o->threshold_pct);
+	char base_h[SP_TEXTFMT_LEN], new_h[SP_TEXTFMT_LEN];
+	snprintf(base_h, sizeof(base_h), "Base %s", noun);
+	snprintf(new_h, sizeof(new_h), "New %s", noun);
 	fprintf(out, "\n\n%-9s  %8s  %8s  %12s  %12s  %12s  %8s  %s\n", "Status", "Base #", "New #",
-		"Base time", "New time", "Delta", "Delta %", "Name");
+		base_h, new_h, "Delta", "Delta %", "Name");
 	size_t shown = o->limit && o->limit < n ? o->limit : n;
 	err = 0;
 	for (size_t i = 0; i < shown && !err; i++) {
@@ -161,9 +196,9 @@ int sp_diff_write(const struct sp_model *base, const struct sp_model *cur,
 			snprintf(p, sizeof(p), "-");
 		fprintf(out, "%-9s  %8.0f  %8.0f  %12s  %12s  %12s  %8s  ",
 			sp_change_names[d->change], d->base_n, d->new_n,
-			sp_textfmt_time(t1, sizeof(t1), (uint64_t)llround(d->base_ns)),
-			sp_textfmt_time(t2, sizeof(t2), (uint64_t)llround(d->new_ns)),
-			sp_textfmt_delta(t3, sizeof(t3), (int64_t)llround(delta)), p);
+			sp_amount(t1, sizeof(t1), d->base_ns, timed),
+			sp_amount(t2, sizeof(t2), d->new_ns, timed),
+			sp_delta(t3, sizeof(t3), delta, timed), p);
 		sp_put_name(out, d->name);
 		putc('\n', out);
 		err = sp_textfmt_out_error(out);

@@ -12,7 +12,8 @@
  *                               ops-base.prof ops-new.prof (a torch model's frames
  *                               and module ranges), and py-base.prof py-new.prof
  *                               (Python frames merged into native stacks), and
- *                               events.prof (cpu and user samples: format version 3) in DIR
+ *                               events.prof (cpu and user samples: format version 3)
+ *                               and events-new.prof (other user weights) in DIR
  *   gen-fixtures --big FILE SAMPLES STACKS
  *                               a large random-but-seeded profile for speed tests
  */
@@ -780,8 +781,10 @@ static void copy_prefix(const char *from, const char *to, uint64_t n)
  * steps, the step number as payload), on two threads, written as the
  * sampler writes them (SAMPLES, EVENT_SAMPLES). The views show the cpu
  * samples unless --event user asks for the others; info lists both.
+ * events-new.prof (variant 1) is the same run with other step weights, for
+ * diff: more steps at each push (3), fewer in memcpy (1).
  */
-static void write_events(const char *path)
+static void write_events(const char *path, int variant)
 {
 	int fd;
 	struct gen g = {.clock = {0}};
@@ -806,7 +809,7 @@ static void write_events(const char *path)
 								  : gemm,
 						 .range = step ? 1 : 2,
 						 .time_ns = g.clock[0],
-						 .weight_ns = step ? 1 : MS,
+						 .weight_ns = step ? (variant ? 3 : 1) : MS,
 						 .payload = step ? (uint64_t)i / 4 + 1 : 0};
 	}
 	check(sp_prof_writer_samples(g.w, 1000, MS, x, n), "samples");
@@ -817,7 +820,7 @@ static void write_events(const char *path)
 		x[n++] = (struct sp_prof_sample){.event = i >= 4 ? SP_EVENT_USER : SP_EVENT_CPU,
 						 .stack = wcpy,
 						 .time_ns = g.clock[1],
-						 .weight_ns = i >= 4 ? 2 : MS,
+						 .weight_ns = i >= 4 ? (variant ? 1 : 2) : MS,
 						 .payload = i >= 4 ? 10 + (uint64_t)i : 0};
 	}
 	check(sp_prof_writer_samples(g.w, 1001, MS, x, n), "samples");
@@ -895,7 +898,9 @@ int main(int argc, char **argv)
 	write_python(path, 1);
 
 	snprintf(path, sizeof(path), "%s/events.prof", argv[1]);
-	write_events(path);
+	write_events(path, 0);
+	snprintf(path, sizeof(path), "%s/events-new.prof", argv[1]);
+	write_events(path, 1);
 
 	snprintf(path, sizeof(path), "%s/junk.prof", argv[1]);
 	FILE *f = fopen(path, "wb");
