@@ -50,6 +50,10 @@ int sp_speedscope_write(const struct sp_model *m, const struct sp_label_opts *lo
 	fputs("]},\n\"profiles\":[", out);
 	err = sp_textfmt_out_error(out);
 
+	/* speedscope's units: the time ones, "bytes", and "none" for the rest (counts) */
+	const char *unit = sp_model_is_timed(m)			? "nanoseconds"
+			   : !strcmp(sp_model_unit(m), "bytes") ? "bytes"
+								: "none";
 	bool first_profile = true;
 	char name[300];
 	for (size_t i = 0; i < m->n_samples && !err;) {
@@ -64,9 +68,9 @@ int sp_speedscope_write(const struct sp_model *m, const struct sp_label_opts *lo
 		first_profile = false;
 		sp_json_str(out, sp_model_thread_label(&m->threads[t], name, sizeof(name)));
 		fprintf(out,
-			",\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":%" PRIu64
+			",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%" PRIu64
 			",\n\"samples\":[",
-			total);
+			unit, total);
 		/* consecutive samples of one stack are one entry: the timeline is the same */
 		size_t n_entries = 0;
 		for (size_t k = i; k < end && !err; k++) {

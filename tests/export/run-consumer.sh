@@ -4,7 +4,8 @@
 #   folded      flamegraph.pl's input rules (folded-check.pl) on collapse and
 #               diff --collapsed in every frame style
 #   pprof       npm pprof-format decodes the export (pprof-check.mjs)
-#   speedscope  ajv against speedscope.schema.json (speedscope-check.mjs)
+#   speedscope  ajv against speedscope.schema.json (speedscope-check.mjs), cpu
+#               and --event user
 #   chrome      JSON.parse plus the trace viewers' nesting rule (chrome-check.mjs)
 #   svg         the flame graphs are well-formed XML (xmllint, else python3)
 #   svgjs       the SVG's script zooms, searches and resets in jsdom
@@ -63,7 +64,12 @@ speedscope)
 	node "$SRC/speedscope-check.mjs" "$TMP/s.json" "$SRC/speedscope.schema.json" "$NODE" \
 		--fixture || exit $?
 	"$SP" export --format speedscope --frame pytorch "$FIX/new.prof" -o "$TMP/t.json" || exit 1
-	node "$SRC/speedscope-check.mjs" "$TMP/t.json" "$SRC/speedscope.schema.json" "$NODE"
+	node "$SRC/speedscope-check.mjs" "$TMP/t.json" "$SRC/speedscope.schema.json" "$NODE" ||
+		exit $?
+	# a kind that is not time: its unit must be one speedscope knows ("none" for counts)
+	"$SP" export --format speedscope --event user "$FIX/events.prof" -o "$TMP/u.json" || exit 1
+	node "$SRC/speedscope-check.mjs" "$TMP/u.json" "$SRC/speedscope.schema.json" "$NODE" \
+		--events-user
 	;;
 chrome)
 	need node

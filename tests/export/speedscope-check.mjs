@@ -1,9 +1,11 @@
 // speedscope-check.mjs - validates a stackprof speedscope export against
 // speedscope.schema.json with ajv, then checks what a schema cannot say:
 // frame indexes in range, one weight per sample, weights adding up to
-// endValue - startValue. With --fixture, the totals of fixtures/base.prof.
+// endValue - startValue, and the unit. With --fixture, the totals of
+// fixtures/base.prof (cpu: nanoseconds); with --events-user, those of
+// fixtures/events.prof's user samples (counts: speedscope's unit "none").
 //
-// usage: node speedscope-check.mjs FILE SCHEMA NODE_PREFIX [--fixture]
+// usage: node speedscope-check.mjs FILE SCHEMA NODE_PREFIX [--fixture|--events-user]
 // Exits 77 (skip) when ajv is not installed under NODE_PREFIX.
 import { readFileSync } from 'node:fs';
 import { check, finish, requireOrSkip } from './harness.mjs';
@@ -27,13 +29,21 @@ for (const prof of doc.profiles) {
 	total += sum;
 	samples += prof.samples.length;
 }
+const units = [...new Set(doc.profiles.map((p) => p.unit))].join('|');
 if (mode === '--fixture') {
+	check(units === 'nanoseconds', `cpu weights in nanoseconds (got ${units})`);
 	check(total === 146005000, `146005000 ns in all (got ${total})`);
 	check(doc.profiles.map((p) => p.name).join('|') === 'resnet18-1000|worker pool-1001|1002',
 		'one profile per thread: ' + doc.profiles.map((p) => p.name).join('|'));
 	const names = doc.shared.frames.map((f) => f.name);
 	check(names.includes('batch norm; fused') && names.includes('LINEAR PASS'),
 		'frame names kept verbatim');
+}
+if (mode === '--events-user') {
+	check(units === 'none', `user weights are counts, unit none (got ${units})`);
+	check(total === 7, `7 counts in all (got ${total})`);
+	check(doc.profiles.map((p) => p.name).join('|') === 'resnet18-1000|worker pool-1001',
+		'the two threads with user samples: ' + doc.profiles.map((p) => p.name).join('|'));
 }
 finish('speedscope-check', `${doc.profiles.length} profiles, ${nframes} frames, ` +
 	`${samples} sample runs`);
