@@ -130,7 +130,10 @@ int sp_chrome_write(const struct sp_model *m, const struct sp_label_opts *lo, FI
 	    .m = m, .out = out, .first_event = true, .merged_lines = o.style == SP_LABEL_FUNC};
 	uint32_t *order = NULL;
 	uint32_t max_n = 1;
-	int err = -ENOMEM;
+	int err = -EDOM;
+	if (!sp_model_is_timed(m))
+		goto out;
+	err = -ENOMEM;
 	c.pid = m->prof ? m->prof->header.pid : 1;
 	for (size_t i = 0; i < m->n_stacks; i++)
 		max_n = m->stacks[i].n > max_n ? m->stacks[i].n : max_n;

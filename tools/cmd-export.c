@@ -31,7 +31,7 @@ static const struct sp_cli_cmd sp_export_cmd = {
 	     "  pprof       gzip-compressed profile.proto: go tool pprof, Pyroscope,\n"
 	     "              speedscope; samples carry thread, thread_id and range labels\n"
 	     "  chrome      Trace Event JSON: a timeline per thread for ui.perfetto.dev\n"
-	     "              and chrome://tracing\n"
+	     "              and chrome://tracing; kinds of time only (cpu, wall)\n"
 	     "  speedscope  speedscope's own JSON format: one sampled profile per thread\n",
     .opts = sp_export_opts,
     .more = "examples:\n"
@@ -107,6 +107,15 @@ int sp_cmd_export(int argc, char **argv)
 		goto out;
 	if (!sp_cli_load(a.operands[0], &flt, &in)) {
 		rc = in.rc;
+		goto out;
+	}
+	if (fmt == SP_FMT_CHROME && !sp_model_is_timed(in.model)) {
+		/* a trace is a timeline: a count or bytes has no duration to draw
+		 * (export/chrome.h); checked before -o FILE is created */
+		sp_cli_error("--format chrome draws time, and %s samples weigh %s; use "
+			     "--format speedscope or pprof for them",
+			     sp_model_event_name(in.model), sp_model_unit(in.model));
+		rc = SP_EXIT_USAGE;
 		goto out;
 	}
 	out = sp_cli_open_output(output);

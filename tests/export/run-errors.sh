@@ -119,9 +119,17 @@ for cmd in collapse table top flamegraph "export --format pprof -o $TMP/x.pb.gz"
 	# a version 1 file holds cpu samples only
 	# shellcheck disable=SC2086
 	expect 1 "base.prof holds no user samples; it holds cpu 126 samples" $cmd --event user "$FIX/base.prof"
+	# a trace is a timeline: a kind that is not time is refused (export/chrome.h)
+	case $cmd in
+	*chrome*) want=2 pattern="^stackprof: --format chrome draws time, and user samples weigh count" ;;
+	*) want=0 pattern="" ;;
+	esac
 	# shellcheck disable=SC2086
-	expect 0 "" $cmd --event user "$FIX/events.prof"
+	expect $want "$pattern" $cmd --event user "$FIX/events.prof"
 done
+# the refusal comes before -o FILE is created
+expect 2 "draws time" export --format chrome --event user -o "$TMP/user.json" "$FIX/events.prof"
+[ ! -e "$TMP/user.json" ] || bad "export --format chrome --event user created its -o FILE"
 expect 2 "--event: give an event kind" top --event '' "$FIX/events.prof"
 # merged views: every profile must hold the kind asked for
 expect 1 "base.prof holds no user samples" collapse --event user "$FIX/events.prof" "$FIX/base.prof"
