@@ -196,6 +196,7 @@ struct sp_fg {
 	FILE *out;
 	struct sp_labels *labels;
 	const int *kind_of; /* per label */
+	const char *unit;   /* of the weights: the model's kind's */
 	double total;	    /* width metric of the whole graph */
 	double px_per_unit;
 	double min_px;
@@ -257,7 +258,7 @@ static void sp_fg_amount(const struct sp_fg *g, double v, char *out, size_t len)
 	if (g->o->metric == SP_METRIC_SAMPLES)
 		snprintf(out, len, "%.0f samples", v);
 	else
-		sp_textfmt_time(out, len, (uint64_t)llround(v));
+		sp_textfmt_weight(out, len, (uint64_t)llround(v), g->unit);
 }
 
 /* One frame: depth 0 is the root ("all"); [start, end) in metric units. */
@@ -370,7 +371,7 @@ int sp_flamegraph_write(const struct sp_model *m, const struct sp_model *base,
 	int *kind_of = NULL;
 	uint32_t *lab = NULL, *path = NULL;
 	double *start = NULL, *bstart = NULL;
-	char subtitle[512];
+	char subtitle[512], title_buf[160];
 	int err = -ENOMEM;
 	sp_folded_init(&f, labels);
 	/* the base goes on side 0 and the graph's own profile on side 1 */
@@ -397,6 +398,7 @@ int sp_flamegraph_write(const struct sp_model *m, const struct sp_model *base,
 
 	struct sp_fg g = {.o = o, .out = out, .labels = labels, .kind_of = kind_of};
 	g.diff = base != NULL;
+	g.unit = sp_model_unit(m);
 	g.width = o->width ? o->width : 1200;
 	bool samples = o->metric == SP_METRIC_SAMPLES;
 	double tot[2] = {samples ? (double)f.total_samples[0] : (double)f.total_ns[0],
@@ -421,17 +423,31 @@ int sp_flamegraph_write(const struct sp_model *m, const struct sp_model *base,
 	g.px_per_unit = g.total > 0 ? usable / g.total : 0;
 	g.min_px = o->minwidth_pct ? o->minwidth * usable / 100.0 : o->minwidth;
 
+	/* cpu's graph reads as it always did; another kind's names the kind and
+	 * its unit ("user (count)", "wall time") in the title, and in the
+	 * subtitle as top does ("7 count of user") */
+	bool cpu = sp_model_is_cpu(m);
+	const char *kind = sp_model_event_name(m);
 	const char *title = o->title;
-	if (!title)
+	if (!title) {
 		title = g.diff	      ? "Differential Flame Graph"
 			: o->inverted ? "Icicle Graph"
 				      : "Flame Graph";
+		if (!cpu && sp_model_is_timed(m))
+			snprintf(title_buf, sizeof(title_buf), "%s: %.64s time", title, kind);
+		else if (!cpu)
+			snprintf(title_buf, sizeof(title_buf), "%s: %.64s (%.32s)", title, kind,
+				 g.unit);
+		title = cpu ? title : title_buf;
+	}
 	const char *sub = o->subtitle;
 	if (!sub) {
 		const char *cmd = m->prof && m->prof->header.cmdline ? m->prof->header.cmdline : "";
 		char t[SP_TEXTFMT_LEN];
-		snprintf(subtitle, sizeof(subtitle), "%.300s%s%s CPU in %llu samples", cmd,
-			 cmd[0] ? " - " : "", sp_textfmt_time(t, sizeof(t), m->total_weight_ns),
+		snprintf(subtitle, sizeof(subtitle), "%.300s%s%s %s%.64s in %llu samples", cmd,
+			 cmd[0] ? " - " : "",
+			 sp_textfmt_weight(t, sizeof(t), m->total_weight_ns, g.unit),
+			 cpu ? "CPU" : "of ", cpu ? "" : kind,
 			 (unsigned long long)m->total_samples);
 		sub = subtitle;
 	}

@@ -83,7 +83,8 @@ svg)
 	"$SP" flamegraph "$FIX/new.prof" --diff "$FIX/base.prof" --reverse -o "$TMP/b.svg" || exit 1
 	"$SP" flamegraph "$FIX/base.prof" --per-thread --inline-mark --frame pytorch \
 		--minwidth 0 -o "$TMP/c.svg" || exit 1
-	for f in a b c; do
+	"$SP" flamegraph --event user "$FIX/events.prof" -o "$TMP/d.svg" || exit 1
+	for f in a b c d; do
 		if command -v xmllint >/dev/null 2>&1; then
 			xmllint --noout "$TMP/$f.svg" || exit 1
 		elif [ -x /usr/bin/python3 ]; then
