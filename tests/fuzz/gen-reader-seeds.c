@@ -335,6 +335,47 @@ int main(int argc, char **argv)
 	ok(sp_prof_writer_stats(w.w, &sv), "stats");
 	finish(&w, "v2-records", 1, 1);
 
+	/* version 3: event kinds. cpu samples (SAMPLES) and runs of other
+	 * kinds (EVENT_SAMPLES): built-in ones, whose EVENT records the writer
+	 * adds (wall: timed with a payload; alloc, user: payload), and one
+	 * declared by hand, as a later source would, with no payload */
+	begin(&w, "/usr/bin/seed");
+	modules(&w);
+	struct sp_prof_event gpu = {
+	    .id = 9, .flags = SP_EVENT_TIMED, .name = (char *)"gpu", .unit = (char *)"ns"};
+	ok(sp_prof_writer_event(w.w, &gpu), "event");
+	uint64_t e1[] = {0x400123, 0x400456, 0x400010};
+	uint64_t e2[] = {0x400789, 0x400010};
+	struct sp_prof_stack es1 = {.id = 1, .depth = 3, .pcs = e1};
+	struct sp_prof_stack es2 = {.id = 2, .depth = 2, .pcs = e2};
+	ok(sp_prof_writer_stack(w.w, &es1), "stack");
+	ok(sp_prof_writer_stack(w.w, &es2), "stack");
+	static const uint32_t kinds[] = {SP_EVENT_CPU,
+					 SP_EVENT_WALL,
+					 SP_EVENT_WALL,
+					 SP_EVENT_ALLOC,
+					 SP_EVENT_FREE,
+					 SP_EVENT_USER,
+					 9,
+					 SP_EVENT_CPU};
+	struct sp_prof_sample ev[8];
+	for (int i = 0; i < 8; i++)
+		ev[i] = (struct sp_prof_sample){
+		    .event = kinds[i],
+		    .stack = (uint32_t)(i % 2) + 1,
+		    .range = 0,
+		    .time_ns = 2000000ull * (uint64_t)(i + 1),
+		    .weight_ns = kinds[i] == SP_EVENT_ALLOC || kinds[i] == SP_EVENT_FREE ? 4096
+				 : kinds[i] == SP_EVENT_USER				 ? 3
+											 : 1000000,
+		    .payload = kinds[i] == SP_EVENT_WALL ? 1 : 0x7f0000001000ull + (uint64_t)i};
+	ok(sp_prof_writer_samples(w.w, 1234, 1000000, ev, 8), "samples");
+	ok(sp_prof_writer_samples(w.w, 1235, 0, ev + 3, 2), "samples");
+	struct sp_prof_stats sx = {
+	    .flags = SP_STATS_FINAL, .samples = 10, .timer = (char *)"posix-cputimer"};
+	ok(sp_prof_writer_stats(w.w, &sx), "stats");
+	finish(&w, "v3-events", 1, 1);
+
 	/* a few bytes each that copy a deep stack again and again: refused
 	 * once they copy more frames than the file's size can hold */
 	begin(&w, "/usr/bin/seed");

@@ -43,7 +43,9 @@ build=$(cd "$build" && pwd)
 
 case $target in
 reader)
-	sources=("$src/tests/fuzz/fuzz-reader.c" "$src"/format/buf.c "$src"/format/reader.c)
+	# writer.c: the built-in event kinds (sp_prof_event_builtin) the reader knows
+	sources=("$src/tests/fuzz/fuzz-reader.c" "$src"/format/buf.c "$src"/format/reader.c
+		"$src"/format/writer.c)
 	incs=(-I"$src")
 	libs=(-lz)
 	;;
