@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""sigsafe-check.py SRC_DIR CI_DIR...: holds the sampler to sampler/sigsafe.h,
+"""sigsafe-check.py SRC_DIR CI_DIR...: holds the sampler to sampler/base/sigsafe.h,
 and the handler's own code to a bounded stack.
 
 The CI_DIRs hold the .ci call graphs that gcc -fcallgraph-info wrote for every
@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 src, ci_dirs = sys.argv[1], sys.argv[2:]
-hdr = os.path.join(src, "sampler", "sigsafe.h")
+hdr = os.path.join(src, "sampler", "base", "sigsafe.h")
 
 
 def expand(macro):
@@ -34,7 +34,7 @@ through = expand("SP_SIGSAFE_CALLS_THROUGH")
 
 edges = {}
 frame = {}  # function -> (bytes, qualifier) from -fcallgraph-info=su
-for ci in [c for d in ci_dirs for c in glob.glob(os.path.join(d, "*.ci"))]:
+for ci in [c for d in ci_dirs for c in glob.glob(os.path.join(d, "**", "*.ci"), recursive=True)]:
     for line in open(ci):
         n = re.match(r'node: \{ title: "([^"]+)" label: "[^"]*\\n(\d+) bytes \(([^)]*)\)"', line)
         if n:
@@ -66,7 +66,7 @@ while todo:
 # every listed function of ours is marked where it is declared or defined:
 # SP_SIGSAFE, then the rest of the declaration up to the name and "("
 text = ""
-for p in glob.glob(os.path.join(src, "sampler", "*.[ch]")) + glob.glob(os.path.join(src, "format", "*.h")):
+for p in glob.glob(os.path.join(src, "sampler", "*", "*.[ch]")) + glob.glob(os.path.join(src, "format", "*.h")):
     if not p.endswith("sigsafe.h"):
         text += open(p).read()
 marked = set()
