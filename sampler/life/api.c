@@ -7,6 +7,7 @@
 #include "format/profile.h"
 #include "sampler/base/fds.h"
 #include "sampler/capture/modules.h"
+#include "sampler/core/ranges.h"
 #include "sampler/core/sampler.h"
 #include "sampler/life/signals.h"
 #include "sampler/life/stackprof.h"
@@ -22,162 +23,14 @@
 
 _Static_assert(STACKPROF_RANGE_MODULE == SP_RANGE_MODULE, "range flags are the file's flags");
 
-struct sp_range_node {
-	uint32_t parent;
-	uint32_t flags;
-	uint32_t anchor; /* SP_ANCHOR_* (profile.h) */
-	char *name;
-};
-
 /* Native frames an anchor is counted in; a deeper push is anchored at the root. */
 #define SP_ANCHOR_MAX_DEPTH 512
-
-static pthread_mutex_t sp_range_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct sp_range_node *sp_ranges;
-static uint32_t sp_n_ranges, sp_cap_ranges;
-/* open addressing over sp_ranges: an id, 0 for empty; at most half full */
-static uint32_t *sp_range_index;
-static uint32_t sp_index_cap;
 
 static pthread_mutex_t sp_sched_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sp_schedule sp_sched;
 static long sp_step_no;
 static bool sp_user_on = true;
 static int sp_window_depth; /* open stackprof_window_begin() calls; under sp_sched_lock */
-
-/* Marks not yet taken by the writer. A leaf lock: nothing is called under it. */
-struct sp_mark {
-	uint32_t kind;
-	uint64_t time_ns;
-};
-static pthread_mutex_t sp_mark_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct sp_mark *sp_marks;
-static uint32_t sp_n_marks, sp_cap_marks;
-
-static uint64_t sp_range_hash(uint32_t parent, const char *name, uint32_t flags, uint32_t anchor)
-{
-	uint64_t h = (0xcbf29ce484222325ull ^ parent ^ (uint64_t)flags << 32) * 0x100000001b3ull;
-	h = (h ^ anchor) * 0x100000001b3ull;
-	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
-		h = (h ^ *p) * 0x100000001b3ull;
-	return h ^ h >> 29;
-}
-
-static uint32_t *sp_range_slot(uint32_t parent, const char *name, uint32_t flags, uint32_t anchor)
-{
-	uint32_t mask = sp_index_cap - 1;
-	for (uint32_t j = (uint32_t)sp_range_hash(parent, name, flags, anchor) & mask;;
-	     j = (j + 1) & mask) {
-		uint32_t id = sp_range_index[j];
-		if (!id)
-			return &sp_range_index[j];
-		const struct sp_range_node *r = &sp_ranges[id - 1];
-		if (r->parent == parent && r->flags == flags && r->anchor == anchor &&
-		    !strcmp(r->name, name))
-			return &sp_range_index[j];
-	}
-}
-
-/* Doubles the index (or makes the first); false on allocation failure. */
-static bool sp_range_index_grow(void)
-{
-	uint32_t cap = sp_index_cap ? sp_index_cap * 2 : 128;
-	uint32_t *a = calloc(cap, sizeof(*a));
-	if (!a)
-		return false;
-	free(sp_range_index);
-	sp_range_index = a;
-	sp_index_cap = cap;
-	for (uint32_t i = 0; i < sp_n_ranges; i++) {
-		const struct sp_range_node *r = &sp_ranges[i];
-		*sp_range_slot(r->parent, r->name, r->flags, r->anchor) = i + 1;
-	}
-	return true;
-}
-
-/* Interns (parent, name, flags, anchor) and returns its id; 0 on
- * allocation failure. Every push asks, so it is a hash lookup: a model
- * labelled with label_modules has one per module path, thousands for a
- * large one. */
-static uint32_t sp_range_intern(uint32_t parent, const char *name, uint32_t flags, uint32_t anchor)
-{
-	uint32_t id = 0;
-	pthread_mutex_lock(&sp_range_lock);
-	if ((sp_n_ranges + 1) * 2 > sp_index_cap && !sp_range_index_grow())
-		goto out;
-	uint32_t *slot = sp_range_slot(parent, name, flags, anchor);
-	if (*slot) {
-		id = *slot;
-		goto out;
-	}
-	if (sp_n_ranges == sp_cap_ranges) {
-		uint32_t cap = sp_cap_ranges ? sp_cap_ranges * 2 : 64;
-		struct sp_range_node *a = realloc(sp_ranges, cap * sizeof(*a));
-		if (!a)
-			goto out;
-		sp_ranges = a;
-		sp_cap_ranges = cap;
-	}
-	char *copy = strdup(name);
-	if (!copy)
-		goto out;
-	sp_ranges[sp_n_ranges].parent = parent;
-	sp_ranges[sp_n_ranges].flags = flags;
-	sp_ranges[sp_n_ranges].anchor = anchor;
-	sp_ranges[sp_n_ranges].name = copy;
-	id = ++sp_n_ranges;
-	*slot = id;
-out:
-	pthread_mutex_unlock(&sp_range_lock);
-	return id;
-}
-
-uint32_t sp_ranges_snapshot(uint32_t from, struct sp_prof_range *out, uint32_t max)
-{
-	uint32_t n = 0;
-	pthread_mutex_lock(&sp_range_lock);
-	for (uint32_t i = from; i < sp_n_ranges && n < max; i++, n++)
-		out[n] = (struct sp_prof_range){.id = i + 1,
-						.parent = sp_ranges[i].parent,
-						.name = sp_ranges[i].name,
-						.flags = sp_ranges[i].flags,
-						.anchor = sp_ranges[i].anchor};
-	pthread_mutex_unlock(&sp_range_lock);
-	return n;
-}
-
-/* Queues a mark at the current time. A mark that finds no memory is lost:
- * the windows then read wider or narrower, the program is not disturbed. */
-static void sp_mark_add(uint32_t kind)
-{
-	uint64_t t = sp_now_ns() - sp_g.start_mono_ns;
-	pthread_mutex_lock(&sp_mark_lock);
-	if (sp_n_marks == sp_cap_marks) {
-		uint32_t cap = sp_cap_marks ? sp_cap_marks * 2 : 16;
-		struct sp_mark *a = realloc(sp_marks, cap * sizeof(*a));
-		if (!a)
-			goto out;
-		sp_marks = a;
-		sp_cap_marks = cap;
-	}
-	sp_marks[sp_n_marks++] = (struct sp_mark){.kind = kind, .time_ns = t};
-out:
-	pthread_mutex_unlock(&sp_mark_lock);
-}
-
-uint32_t sp_marks_take(uint32_t *kind, uint64_t *time_ns, uint32_t max)
-{
-	pthread_mutex_lock(&sp_mark_lock);
-	uint32_t n = sp_n_marks < max ? sp_n_marks : max;
-	for (uint32_t i = 0; i < n; i++) {
-		kind[i] = sp_marks[i].kind;
-		time_ns[i] = sp_marks[i].time_ns;
-	}
-	memmove(sp_marks, sp_marks + n, (sp_n_marks - n) * sizeof(*sp_marks));
-	sp_n_marks -= n;
-	pthread_mutex_unlock(&sp_mark_lock);
-	return n;
-}
 
 /* Whether step `step` of the schedule is an active one. */
 static bool sp_sched_active(const struct sp_schedule *s, long step)
@@ -210,25 +63,18 @@ static void sp_sampling_update(void)
 
 void sp_api_atfork(int phase)
 {
+	/* the order of ranges.h: the mark lock is taken under the schedule's */
 	if (phase == 0) {
-		pthread_mutex_lock(&sp_range_lock);
+		sp_ranges_lock();
 		pthread_mutex_lock(&sp_sched_lock);
-		pthread_mutex_lock(&sp_mark_lock);
+		sp_marks_lock();
 	} else if (phase == 1) {
-		pthread_mutex_unlock(&sp_mark_lock);
+		sp_marks_unlock();
 		pthread_mutex_unlock(&sp_sched_lock);
-		pthread_mutex_unlock(&sp_range_lock);
+		sp_ranges_unlock();
 	} else {
-		pthread_mutex_init(&sp_mark_lock, NULL);
 		pthread_mutex_init(&sp_sched_lock, NULL);
-		pthread_mutex_init(&sp_range_lock, NULL);
-		/* the child's times count from the fork and its file starts
-		 * empty: the parent's queued marks mean nothing there, but a
-		 * window open at the fork is open in the child from its start */
-		sp_n_marks = 0;
-		if (sp_window_depth && sp_cap_marks)
-			sp_marks[sp_n_marks++] =
-			    (struct sp_mark){.kind = SP_MARK_WINDOW_BEGIN, .time_ns = 0};
+		sp_ranges_atfork_child(sp_window_depth != 0);
 	}
 }
 

@@ -3,7 +3,7 @@
  */
 #include "sampler/writer/writer.h"
 #include "sampler/core/doorbell.h"
-#include "sampler/life/api.h"
+#include "sampler/core/ranges.h"
 #include "format/buf.h"
 #include "format/manifest.h"
 #include "sampler/base/fds.h"
