@@ -145,6 +145,10 @@ bool sp_aside_set(bool on);
 /* How many times stackprof has stood aside so far. */
 unsigned sp_aside_count(void);
 
+/* Sets a drained slot free for the next thread (the writer's last act on
+ * it), and moves the claim's hint back to it. */
+void sp_thread_slot_free(struct sp_thread *t);
+
 /* This thread's slot, or NULL. Initial-exec TLS: signal-safe to read. */
 extern __thread struct sp_thread *sp_self SP_TLS;
 

@@ -33,3 +33,12 @@ unsigned sp_aside_count(void)
 {
 	return atomic_load(&sp_asides);
 }
+
+void sp_thread_slot_free(struct sp_thread *t)
+{
+	uint32_t i = (uint32_t)(t - sp_g.threads);
+	atomic_store(&t->state, SP_SLOT_FREE);
+	uint32_t h = atomic_load(&sp_g.slot_hint);
+	while (h > i && !atomic_compare_exchange_weak(&sp_g.slot_hint, &h, i))
+		;
+}

@@ -12,6 +12,7 @@
 #include "sampler/capture/sigshare.h"
 #include "sampler/base/sys.h"
 #include "sampler/life/thread.h"
+#include "sampler/core/ownthreads.h"
 #include "sampler/sources/ticker.h"
 #include "sampler/sources/timer.h"
 #include "sampler/capture/unwcheck.h"
@@ -118,7 +119,7 @@ static void sp_fork_child(void)
 	/* forked during the program's dlopen or dlclose: the loader's lock may
 	 * be held for good, and the inherited modules may hold one unmapped */
 	if (!sp_modules_loader_usable() ||
-	    sp_call_aside(sp_writer_start) < 0) { /* its stack: thread.h */
+	    sp_call_aside(sp_writer_start) < 0) { /* its stack: ownthreads.h */
 		atomic_store(&sp_g.enabled, false);
 		return;
 	}

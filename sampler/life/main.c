@@ -17,6 +17,7 @@
 #include "sampler/base/sys.h"
 #include "sampler/life/termsig.h"
 #include "sampler/life/thread.h"
+#include "sampler/core/ownthreads.h"
 #include "sampler/sources/timer.h"
 #include "sampler/capture/unwcheck.h"
 #include "sampler/capture/unwind.h"
@@ -78,7 +79,7 @@ __attribute__((constructor)) static void sp_init(void)
 		return;
 	}
 	atomic_store(&sp_g.enabled, true);
-	if (sp_call_aside(sp_writer_start) < 0) { /* its stack: thread.h */
+	if (sp_call_aside(sp_writer_start) < 0) { /* its stack: ownthreads.h */
 		atomic_store(&sp_g.enabled, false);
 		return;
 	}

@@ -263,15 +263,6 @@ static void sp_slot_map(struct sp_thread *t, size_t ring_words)
 	t->ring.n_words = ring_words;
 }
 
-void sp_thread_slot_free(struct sp_thread *t)
-{
-	uint32_t i = (uint32_t)(t - sp_g.threads);
-	atomic_store(&t->state, SP_SLOT_FREE);
-	uint32_t h = atomic_load(&sp_g.slot_hint);
-	while (h > i && !atomic_compare_exchange_weak(&sp_g.slot_hint, &h, i))
-		;
-}
-
 static void sp_stack_bounds(struct sp_thread *t)
 {
 	pthread_attr_t a;
@@ -506,79 +497,4 @@ SP_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void
 	if (rc)
 		free(s);
 	return rc;
-}
-
-void sp_join_quiet(pthread_t thread, pid_t tid)
-{
-	pthread_join(thread, NULL);
-	/* pthread_join returns once the thread has cleared its tid, a moment
-	 * before the kernel takes its task off the thread group */
-	for (int i = 0; tid > 0 && i < 100000; i++) {
-		if (syscall(SYS_tgkill, sp_g.pid, tid, 0) < 0 && errno == ESRCH)
-			break;
-		sched_yield();
-	}
-	atomic_fetch_sub(&sp_g.own_threads, 1);
-}
-
-/* stackprof's threads starting now: counted in own_threads, not yet in /proc */
-static _Atomic int sp_spawning;
-
-bool sp_spawn_busy(void)
-{
-	return atomic_load(&sp_spawning) != 0;
-}
-
-int sp_spawn_quiet(pthread_t *thread, void *(*fn)(void *), void *arg)
-{
-	if (!sp_real_pthread_create)
-		sp_real_pthread_create = dlsym(RTLD_NEXT, "pthread_create");
-	sigset_t all;
-	sigfillset(&all);
-	pthread_attr_t attr;
-	int rc = pthread_attr_init(&attr);
-	if (rc)
-		return rc;
-	rc = pthread_attr_setsigmask_np(&attr, &all);
-	/* sizes of our own, never the default: that follows RLIMIT_STACK
-	 * (`ulimit -s 32` made every thread of ours 32 KiB) and the program's
-	 * pthread_setattr_default_np (thread.h) */
-	if (!rc)
-		rc = pthread_attr_setstacksize(&attr, SP_OWN_STACK);
-	if (!rc)
-		rc = pthread_attr_setguardsize(&attr, SP_OWN_GUARD);
-	/* counted before it runs: /proc's count of the program's threads
-	 * leaves it out from its start (procstat.h) */
-	atomic_fetch_add(&sp_spawning, 1);
-	atomic_fetch_add(&sp_g.own_threads, 1);
-	if (!rc)
-		rc = sp_real_pthread_create(thread, &attr, fn, arg);
-	if (rc)
-		atomic_fetch_sub(&sp_g.own_threads, 1);
-	atomic_fetch_sub(&sp_spawning, 1);
-	pthread_attr_destroy(&attr);
-	return rc;
-}
-
-struct sp_aside {
-	int (*fn)(void);
-	int rc;
-};
-
-static void *sp_aside_main(void *p)
-{
-	struct sp_aside *a = p;
-	prctl(PR_SET_NAME, "stackprof-aside", 0, 0, 0);
-	a->rc = a->fn();
-	return NULL;
-}
-
-int sp_call_aside(int (*fn)(void))
-{
-	struct sp_aside a = {fn, 0};
-	pthread_t t;
-	if (sp_spawn_quiet(&t, sp_aside_main, &a) != 0)
-		return fn();
-	sp_join_quiet(t, 0);
-	return a.rc;
 }

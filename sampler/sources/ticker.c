@@ -1,7 +1,7 @@
 #include "sampler/sources/ticker.h"
 #include "sampler/core/sampler.h"
 #include "sampler/base/sys.h"
-#include "sampler/life/thread.h"
+#include "sampler/core/ownthreads.h"
 #include "sampler/sources/timer.h"
 
 #include <errno.h>

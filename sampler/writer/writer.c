@@ -19,7 +19,8 @@
 #include "sampler/life/signals.h"
 #include "sampler/capture/sigstack.h"
 #include "sampler/base/sys.h"
-#include "sampler/life/thread.h"
+#include "sampler/core/ownthreads.h"
+#include "sampler/life/thread.h" /* sp_thread_missed_ns, for now */
 #include "sampler/sources/timer.h"
 
 #include <errno.h>
@@ -911,7 +912,8 @@ static void *sp_writer_main(void *arg)
 {
 	struct sp_wstate *s = arg;
 	s->tid = sp_gettid();
-	prctl(PR_SET_NAME, "stackprof-wr", 0, 0, 0);
+	/* straight to the kernel: prctl() is life/seccomp.c's */
+	sp_syscall(SYS_prctl, PR_SET_NAME, "stackprof-wr", 0, 0, 0);
 	pthread_mutex_lock(&sp_g.lock);
 	uint64_t pause_ns = (uint64_t)sp_drain_ms() * 1000000u;
 	uint64_t flush_ns = (uint64_t)sp_g.cfg.flush_ms * 1000000u;
