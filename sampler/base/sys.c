@@ -143,8 +143,11 @@ void sp_log(const char *fmt, ...)
 	bool was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
 	ssize_t r = write(fd, buf, (size_t)n);
 	if (r < 0 && errno == EPIPE && !was_pending) {
+		/* the kernel's call, not sigtimedwait(): that is the program's
+		 * (capture/sigmask.c interposes it), and a wait that can't
+		 * block needs none of its care for the timer's signal */
 		struct timespec zero = {0, 0};
-		sigtimedwait(&pipe_set, NULL, &zero);
+		sp_syscall(SYS_rt_sigtimedwait, &pipe_set, NULL, &zero, _NSIG / 8);
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (held)

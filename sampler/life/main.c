@@ -13,6 +13,7 @@
 #include "sampler/base/procstat.h"
 #include "sampler/life/python.h"
 #include "sampler/core/sampler.h"
+#include "sampler/core/upcalls.h"
 #include "sampler/life/signals.h"
 #include "sampler/base/sys.h"
 #include "sampler/life/termsig.h"
@@ -35,8 +36,16 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/* What the writer asks of the life cycle above it (core/upcalls.h). */
+static const struct sp_upcalls sp_life_upcalls = {
+    .orphan_check = sp_orphan_check,
+    .python_refresh = sp_python_refresh,
+    .missed_ns = sp_thread_missed_ns,
+};
+
 __attribute__((constructor)) static void sp_init(void)
 {
+	sp_upcalls_set(&sp_life_upcalls);
 	sp_config_load(&sp_g.cfg);
 	sp_log_quiet = sp_g.cfg.quiet;
 	if (getauxval(AT_SECURE)) {

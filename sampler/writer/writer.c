@@ -9,19 +9,17 @@
 #include "sampler/base/fds.h"
 #include "sampler/capture/handler.h"
 #include "sampler/base/hot.h"
-#include "sampler/life/main.h"
 #include "sampler/capture/modules.h"
 #include "format/profile.h"
 #include "sampler/capture/pystack.h"
-#include "sampler/life/python.h"
+#include "sampler/capture/pystate.h"
 #include "sampler/base/saferead.h"
 #include "sampler/core/sampler.h"
-#include "sampler/life/signals.h"
 #include "sampler/capture/sigstack.h"
 #include "sampler/base/sys.h"
 #include "sampler/core/ownthreads.h"
-#include "sampler/life/thread.h" /* sp_thread_missed_ns, for now */
-#include "sampler/sources/timer.h"
+#include "sampler/core/source.h"
+#include "sampler/core/upcalls.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -380,7 +378,7 @@ static void sp_modules_sync(struct sp_wstate *s)
 		return;
 	/* a program that embeds Python may load it late */
 	if (s->mod_gen)
-		sp_python_refresh();
+		sp_upcall_python_refresh();
 	s->mod_gen = gen;
 	for (size_t i = 0; i < s->n_mods; i++)
 		s->mods[i].seen = false;
@@ -682,7 +680,7 @@ static void sp_write_stats(struct sp_wstate *s, uint32_t flags)
 	st.setup_ns = atomic_load(&sp_g.setup_ns);
 	st.threads_missed = atomic_load(&sp_g.threads_missed);
 	if (st.threads_missed)
-		st.missed_ns = sp_thread_missed_ns();
+		st.missed_ns = sp_upcall_missed_ns();
 	st.stray_signals = atomic_load(&sp_g.stray_signals);
 	sp_prof_writer_stats(s->w, &st);
 }
@@ -957,8 +955,9 @@ static void *sp_writer_main(void *arg)
 		} else {
 			sp_drain_all(s, SP_NAMES_NONE);
 		}
-		/* no program thread left (main.h): a thread of ours finishes */
-		if (sp_orphan_check())
+		/* no program thread left (life/main.h, through upcalls.h): a thread of
+		 * ours finishes */
+		if (sp_upcall_orphan_check())
 			break;
 	}
 	s->cpu_done_ns += sp_thread_cpu_ns();
