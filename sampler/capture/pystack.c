@@ -9,6 +9,8 @@
 #include "sampler/core/ring.h"
 #include "sampler/base/saferead.h"
 #include "sampler/core/sampler.h"
+#include "sampler/capture/handler.h"
+#include "sampler/capture/sigshare.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -771,4 +773,21 @@ void sp_pystack_code_release(struct sp_prof_pycode *c)
 	free(c->filename);
 	free(c->linetable);
 	memset(c, 0, sizeof(*c));
+}
+
+/* SIGSEGV and SIGBUS while frames are read: a guarded read's fault
+ * resumes at its error return (saferead.h); every other is the program's. */
+SP_SIGSAFE static void sp_py_fault(int sig, siginfo_t *si, void *uc)
+{
+	if (!sp_safe_resume(si, uc))
+		sp_share_forward(sig, si, uc);
+}
+
+int sp_pystack_guard(void)
+{
+	sigset_t mask = sp_handler_mask();
+	int err = sp_share_install(SIGSEGV, sp_py_fault, &mask);
+	if (!err)
+		err = sp_share_install(SIGBUS, sp_py_fault, &mask);
+	return err;
 }

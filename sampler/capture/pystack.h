@@ -45,6 +45,12 @@ int sp_pystack_init(void);
  * the GIL (python.c's tp_dealloc wrapper). */
 void sp_pystack_forget(uintptr_t addr);
 
+/* Takes SIGSEGV and SIGBUS (sigshare.h) while Python frames are read: a
+ * guarded read's fault resumes at its error return (saferead.h), every
+ * other fault is the program's. Its handler is here, in capture/, since
+ * the handler's reads reach it. 0 or -errno. Not signal-safe. */
+int sp_pystack_guard(void);
+
 /* In a forked child, before its timer is armed: forgets every code object
  * named, as they were named in the parent's profile. */
 void sp_pystack_atfork_child(void);

@@ -42,24 +42,6 @@ static void sp_code_dealloc(void *co)
 	sp_code_dealloc_orig(co);
 }
 
-/* SIGSEGV and SIGBUS while frames are read: a guarded read's fault
- * resumes at its error return (saferead.h); every other is the program's. */
-SP_SIGSAFE static void sp_py_fault(int sig, siginfo_t *si, void *uc)
-{
-	if (!sp_safe_resume(si, uc))
-		sp_share_forward(sig, si, uc);
-}
-
-/* Takes SIGSEGV and SIGBUS (sigshare.h). 0 or -errno. */
-static int sp_py_guard(void)
-{
-	sigset_t mask = sp_handler_mask();
-	int err = sp_share_install(SIGSEGV, sp_py_fault, &mask);
-	if (!err)
-		err = sp_share_install(SIGBUS, sp_py_fault, &mask);
-	return err;
-}
-
 /*
  * The C API the thread-name lookup calls (sp_python_thread_name), found
  * with the interpreter. All of it runs with the GIL held, in the thread
@@ -231,7 +213,7 @@ static bool sp_py_judge(void *runtime, void *lib)
 				  : "PyCode_Type or _PyEval_EvalFrameDefault is not exported");
 		return false;
 	}
-	int err = sp_py_guard();
+	int err = sp_pystack_guard();
 	if (err) {
 		sp_set_status(false,
 			      "Python %u.%u.%u: frames not read: cannot guard reads of its memory "

@@ -139,29 +139,6 @@ SP_EXPORT sighandler_t signal(int sig, sighandler_t handler)
 	return SP_REAL(signal)(sig, handler);
 }
 
-/*
- * libunwind brackets every table lookup and every internal lock with two
- * sigprocmask() calls: ~6 system calls per frame, 190 us a sample on a
- * 80-frame torch stack. Our handler already runs with every signal blocked
- * (its sa_mask), so inside it those calls change nothing and are answered
- * here without entering the kernel. The program's calls change its view
- * of the mask (sigmask.h).
- */
-SP_SIGSAFE SP_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
-{
-	if (sp_in_unwind) {
-		if (old)
-			sigfillset(old);
-		return 0;
-	}
-	int e = sp_mask_program(how, set, old);
-	if (e) {
-		errno = e;
-		return -1;
-	}
-	return 0;
-}
-
 int sp_handler_install(void)
 {
 	sigset_t mask = sp_handler_mask();
