@@ -12,9 +12,10 @@
  * sampler with gcc -fcallgraph-info=su, walks every call edge from the
  * handler's entry points, and fails if the handler can reach a function
  * that is in neither list below, or a listed sampler function whose
- * declaration lacks SP_SIGSAFE. Calls through function pointers are not
- * edges gcc can see: their targets are listed in SP_SIGSAFE_INDIRECT, and
- * each is checked as an entry point of its own.
+ * declaration lacks SP_SIGSAFE, or a function defined outside
+ * sampler/capture/ and not in SP_SIGSAFE_OUTSIDE_CAPTURE. Calls through
+ * function pointers are not edges gcc can see: their targets are listed
+ * in SP_SIGSAFE_INDIRECT, and each is checked as an entry point of its own.
  */
 #ifndef SP_SAMPLER_SIGSAFE_H
 #define SP_SAMPLER_SIGSAFE_H
@@ -179,6 +180,69 @@
 	X(sp_timer_sent)                                                                           \
 	X(sp_timer_taken)                                                                          \
 	X(sp_stepped_aside)
+
+/*
+ * The boundary is a folder too: every function of stackprof's the handler
+ * reaches is defined in sampler/capture/, or is one of these, each a leaf
+ * (or a leaf's caller) below it or beside it that the capture path calls
+ * by name or through a pointer. tests/unit/sigsafe-check.py finds where
+ * each reachable function is defined and fails on any other.
+ */
+
+/* base/: system calls, clocks, the thread id, libunwind's descriptor
+ * flag, a guarded read's resume: no sampler state. */
+#define SP_SIGSAFE_BASE_LEAVES(X)                                                                  \
+	X(sp_syscall)                                                                              \
+	X(sp_sigmask_own)                                                                          \
+	X(sp_now_ns)                                                                               \
+	X(sp_thread_cpu_ns)                                                                        \
+	X(sp_gettid)                                                                               \
+	X(sp_fd_libunwind)                                                                         \
+	X(sp_safe_resume)
+
+/* core/: the ring, the writer's doorbell, the stand-aside flag, and the
+ * source interface's "is this signal ours", shared with the writer, the
+ * sources and life/. */
+#define SP_SIGSAFE_CORE_LEAVES(X)                                                                  \
+	X(sp_ring_reserve)                                                                         \
+	X(sp_ring_commit)                                                                          \
+	X(sp_ring_half_full)                                                                       \
+	X(sp_writer_poke)                                                                          \
+	X(sp_futex_wake)                                                                           \
+	X(sp_stepped_aside)                                                                        \
+	X(sp_timer_sent)
+
+/* format/: the CFI decoders the unwinder shares with the reader. */
+#define SP_SIGSAFE_FORMAT_LEAVES(X)                                                                \
+	X(sp_cfiread_uleb)                                                                         \
+	X(sp_cfiread_sleb)                                                                         \
+	X(sp_cfiread_fixed)                                                                        \
+	X(sp_cfiread_ptr)                                                                          \
+	X(sp_cfiread_aug)
+
+/* sources/: the CPU timers' signal-safe ops (core/source.h's weight,
+ * rearm, owns), reached through the source's ops table, never by name. */
+#define SP_SIGSAFE_SOURCE_OPS(X)                                                                   \
+	X(sp_cpu_weight)                                                                           \
+	X(sp_posix_rearm)                                                                          \
+	X(sp_posix_set)                                                                            \
+	X(sp_posix_owns)                                                                           \
+	X(sp_perf_owns)                                                                            \
+	X(sp_trap_owns)                                                                            \
+	X(sp_ticker_owns)                                                                          \
+	X(sp_itimer_owns)
+
+/* A signal entry of its own, not the capture path: the handler of the
+ * signals that end the process (life/termsig.c) asks the writer to finish
+ * the profile (writer/writer.c) before the process dies. */
+#define SP_SIGSAFE_TERM(X) X(sp_term_handler) X(sp_writer_end_for_signal)
+
+#define SP_SIGSAFE_OUTSIDE_CAPTURE(X)                                                              \
+	SP_SIGSAFE_BASE_LEAVES(X)                                                                  \
+	SP_SIGSAFE_CORE_LEAVES(X)                                                                  \
+	SP_SIGSAFE_FORMAT_LEAVES(X)                                                                \
+	SP_SIGSAFE_SOURCE_OPS(X)                                                                   \
+	SP_SIGSAFE_TERM(X)
 
 /*
  * libc and libunwind functions the handler may call: async-signal-safe by
