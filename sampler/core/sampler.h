@@ -1,18 +1,20 @@
 /*
  * sampler.h - state shared by the parts of libstackprof.so.
  *
- * Life of a sample: a per-thread timer (timer.c) sends SIGPROF to one thread;
- * the handler (handler.c) unwinds that thread (unwind.c) straight into the
- * thread's ring (ring.c); the writer thread (writer.c) drains every ring,
- * deduplicates stacks and streams records to the profile (format/).
+ * Life of a sample: a per-thread timer (sources/timer.c) sends SIGPROF to
+ * one thread; the handler (capture/handler.c) unwinds that thread
+ * (capture/unwind.c) straight into the thread's ring (core/ring.c); the
+ * writer thread (writer/writer.c) drains every ring, deduplicates stacks
+ * and streams records to the profile (format/).
  *
  * Threads are slots in a fixed table so that the handler and the writer can
  * find them without locks. A slot moves FREE -> LIVE (its thread runs) ->
  * DEAD (the thread exited; the writer drains the ring, then frees the slot).
  *
- * Each module has its own header (ring.h, unwind.h, thread.h, writer.h,
- * timer.h, ...). Only the functions marked SP_SIGSAFE there may run in
- * signal context; sigsafe.h lists every one the handler can reach.
+ * Each module has its own header, in one of six folders that depend only
+ * downward (docs/ARCHITECTURE.md). Only the functions marked SP_SIGSAFE
+ * there may run in signal context; sigsafe.h lists every one the handler
+ * can reach.
  */
 #ifndef SP_SAMPLER_H
 #define SP_SAMPLER_H
