@@ -66,6 +66,9 @@
 #define SP_SIGSAFE_FUNCTIONS(X)                                                                    \
 	X(sp_handler)                                                                              \
 	X(sp_handler_body)                                                                         \
+	X(sp_capture)                                                                              \
+	X(sp_capture_walk)                                                                         \
+	X(sp_trim_own)                                                                             \
 	X(sp_stacks_differ)                                                                        \
 	X(sp_stack_hash)                                                                           \
 	X(sp_cut_syscall)                                                                          \
@@ -210,7 +213,8 @@
 	X(sp_writer_poke)                                                                          \
 	X(sp_futex_wake)                                                                           \
 	X(sp_stepped_aside)                                                                        \
-	X(sp_timer_sent)
+	X(sp_timer_sent)                                                                           \
+	X(sp_timer_taken)
 
 /* format/: the CFI decoders the unwinder shares with the reader. */
 #define SP_SIGSAFE_FORMAT_LEAVES(X)                                                                \
@@ -268,6 +272,7 @@
 	X(sigfillset)                                                                              \
 	X(sigemptyset)                                                                             \
 	X(memcpy)                                                                                  \
+	X(memmove)                                                                                 \
 	X(memset)                                                                                  \
 	X(memcmp)                                                                                  \
 	X(memchr)                                                                                  \

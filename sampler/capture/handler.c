@@ -143,6 +143,137 @@ void sp_handler_foreign(int sig, siginfo_t *si, void *uc)
 		atomic_fetch_add_explicit(&sp_g.stray_signals, 1, memory_order_relaxed);
 }
 
+long sp_capture_walk(struct sp_thread *t, void *uc, uint64_t *pcs, uint64_t *sps, size_t max,
+		     uint32_t *flags, bool sample)
+{
+	if (!sp_modules_enter())
+		return -1;
+	struct sp_unwind_count cnt = {0, 0, 0};
+	enum sp_unwind_mode mode = sample ? sp_g.cfg.unwind : SP_UNWIND_FAST;
+	sp_in_unwind = 1;
+	sp_fd_libunwind(1);
+	/* pcs still holds the thread's previous stack, which this one mostly repeats */
+	if (sample && mode != SP_UNWIND_LIBUNWIND)
+		sp_unwind_prefetch(pcs, t->walked < max ? t->walked : max);
+	size_t depth =
+	    sp_unwind_signal(uc, pcs, sps, max, flags, mode == SP_UNWIND_LIBUNWIND, &cnt);
+	if (sample)
+		t->walked = (uint32_t)depth;
+	if (mode == SP_UNWIND_CHECK && t->check_pcs) {
+		struct sp_unwind_count ref = {0, 0, 0};
+		uint32_t ref_flags = 0;
+		size_t n = sp_unwind_signal(uc, t->check_pcs, NULL, max, &ref_flags, true, &ref);
+		if (sp_stacks_differ(pcs, depth, t->check_pcs, n)) {
+			atomic_fetch_add_explicit(&t->unw_differ, 1, memory_order_relaxed);
+			sp_unwcheck_keep(pcs, depth, t->check_pcs, n);
+		}
+	}
+	sp_in_unwind = 0;
+	sp_fd_libunwind(0);
+	sp_modules_leave();
+	if (sample) {
+		atomic_fetch_add_explicit(&t->unw_fast, cnt.fast, memory_order_relaxed);
+		atomic_fetch_add_explicit(&t->unw_slow, cnt.slow, memory_order_relaxed);
+	}
+	if (cnt.unknown)
+		sp_modules_missed(); /* a dlopen since the writer's last pass? */
+	return (long)depth;
+}
+
+/*
+ * Drops the innermost frames that are stackprof's own (a synchronous
+ * source's capture starts inside this library: its caller's frame is the
+ * sample's leaf), moving the rest (and their stack pointers) down. The new
+ * depth. Signal-safe.
+ */
+SP_SIGSAFE static size_t sp_trim_own(uint64_t *pcs, uint64_t *sps, size_t depth)
+{
+	if (!sp_modules_enter())
+		return depth;
+	const struct sp_modsnap *snap = sp_modules_current();
+	const struct sp_mod *self = sp_modsnap_text(snap, (uintptr_t)&sp_trim_own);
+	size_t i = 0;
+	while (self && i < depth && sp_modsnap_text(snap, i ? pcs[i] - 1 : pcs[i]) == self)
+		i++;
+	sp_modules_leave();
+	if (i == 0 || i == depth)
+		return depth;
+	memmove(pcs, pcs + i, (depth - i) * sizeof(*pcs));
+	if (sps)
+		memmove(sps, sps + i, (depth - i) * sizeof(*sps));
+	return depth - i;
+}
+
+/*
+ * The capture itself (handler.h): the same for a CPU signal and for a
+ * synchronous source. Everything here reads the thread's slot and writes
+ * its ring; the caller holds the capture flag, so nothing else on this
+ * thread does meanwhile.
+ */
+bool sp_capture(struct sp_thread *t, void *uc, const struct sp_event *ev)
+{
+	size_t max = sp_g.cfg.max_depth;
+	/* The stack is made in the slot's own memory first (the same few
+	 * lines every sample), and goes to the ring once it is known whether
+	 * the writer has it. With Python frames read, the native stack goes to
+	 * the Python scratch, and the two are merged into stk. */
+	uint64_t *stk = t->stk;
+	if (!stk) {
+		atomic_fetch_add_explicit(&t->drops, 1, memory_order_relaxed);
+		return false;
+	}
+	uint64_t *py_pcs =
+	    atomic_load_explicit(&sp_py.active, memory_order_relaxed) ? sp_pystack_pcs(t) : NULL;
+	uint64_t *pcs = py_pcs ? py_pcs : stk;
+	uint32_t flags = 0;
+	long native =
+	    sp_capture_walk(t, uc, pcs, py_pcs ? sp_pystack_sps(t) : NULL, max, &flags, true);
+	if (native < 0) {
+		/* a dlclose is under way: the reservation is simply not committed */
+		atomic_fetch_add_explicit(&t->skipped, 1, memory_order_relaxed);
+		return false;
+	}
+	size_t depth = (size_t)native;
+	if (ev->own_frames == SP_EVENT_TRIM_OWN)
+		depth = sp_trim_own(pcs, py_pcs ? sp_pystack_sps(t) : NULL, depth);
+	if (py_pcs) {
+		/* naming a code object met for the first time takes an entry of
+		 * its own, before the sample's */
+		struct sp_pyframes pf = sp_pystack_read(t);
+		depth = sp_pystack_place(t, pf, py_pcs, sp_pystack_sps(t), depth, stk, max, &flags);
+	}
+
+	uint64_t hash = sp_stack_hash(stk, depth, flags);
+	/* relaxed atomics: the writer may empty the entry (writer.c) */
+	uint64_t *known = &t->known[hash % SP_KNOWN_SLOTS];
+	bool sent = __atomic_load_n(known, __ATOMIC_RELAXED) == hash;
+	size_t words = SP_ENTRY_PCS + (sent ? 1 : depth);
+	uint64_t *e = sp_ring_reserve(&t->ring, words);
+	if (!e) {
+		atomic_fetch_add_explicit(&t->drops, 1, memory_order_relaxed);
+		return false;
+	}
+	e[SP_ENTRY_TIME] = ev->time_ns - sp_g.start_mono_ns;
+	e[SP_ENTRY_WEIGHT] = ev->weight;
+	e[SP_ENTRY_RANGE] = atomic_load_explicit(&t->range_top, memory_order_relaxed);
+	e[SP_ENTRY_HASH] = hash;
+	e[SP_ENTRY_PAYLOAD] = ev->payload;
+	if (sent)
+		e[SP_ENTRY_DEPTH] = depth;
+	else
+		memcpy(e + SP_ENTRY_PCS, stk, depth * sizeof(uint64_t));
+	sp_ring_commit(&t->ring, words,
+		       flags | ev->kind << SP_RING_KIND_SHIFT | (sent ? SP_RING_KNOWN : 0));
+	__atomic_store_n(known, hash, __ATOMIC_RELAXED);
+	if (sp_ring_half_full(&t->ring))
+		sp_writer_poke(); /* a burst of deep stacks or new code objects */
+	if (flags & SP_STACK_UNWIND_ERR)
+		atomic_fetch_add_explicit(&t->unwind_errors, 1, memory_order_relaxed);
+	if (flags & SP_STACK_TRUNCATED)
+		atomic_fetch_add_explicit(&t->truncated, 1, memory_order_relaxed);
+	return true;
+}
+
 void sp_handler_body(int sig, siginfo_t *si, void *uc)
 {
 	/* the program's own, sent while its mask blocks it, waits for it;
@@ -162,11 +293,16 @@ void sp_handler_body(int sig, siginfo_t *si, void *uc)
 		return;
 	}
 	if (sp_capturing) {
-		/* a nested capture is dropped and counted; the next sample's
-		 * weight has its CPU time */
+		/* a nested capture (a signal inside a synchronous source's
+		 * capture, or inside a fault in the handler) is dropped and
+		 * counted; the next sample's weight has its CPU time, and a
+		 * one-shot timer is set for its next expiry */
 		struct sp_thread *n = sp_self;
-		if (n)
+		if (n && n->tid == sp_gettid()) {
 			atomic_fetch_add_explicit(&n->drops, 1, memory_order_relaxed);
+			if (sp_timer_sent(n, sig, si))
+				sp_timer_taken(n);
+		}
 		return;
 	}
 	sp_capturing = 1;
@@ -209,84 +345,9 @@ void sp_handler_body(int sig, siginfo_t *si, void *uc)
 	weight += t->throttled_weight;
 	t->throttled_weight = 0;
 
-	size_t max = sp_g.cfg.max_depth;
-	/* The stack is made in the slot's own memory first (the same few
-	 * lines every sample), and goes to the ring once it is known whether
-	 * the writer has it. With Python frames read, the native stack goes to
-	 * the Python scratch, and the two are merged into stk. */
-	uint64_t *stk = t->stk;
-	if (!stk) {
-		atomic_fetch_add_explicit(&t->drops, 1, memory_order_relaxed);
+	struct sp_event ev = {.kind = SP_EVENT_CPU, .weight = weight, .time_ns = m0};
+	if (!sp_capture(t, uc, &ev))
 		goto out;
-	}
-	uint64_t *py_pcs =
-	    atomic_load_explicit(&sp_py.active, memory_order_relaxed) ? sp_pystack_pcs(t) : NULL;
-	uint64_t *pcs = py_pcs ? py_pcs : stk;
-	uint32_t flags = 0;
-	if (!sp_modules_enter()) {
-		/* a dlclose is under way: the reservation is simply not committed */
-		atomic_fetch_add_explicit(&t->skipped, 1, memory_order_relaxed);
-		goto out;
-	}
-	struct sp_unwind_count cnt = {0, 0, 0};
-	enum sp_unwind_mode mode = sp_g.cfg.unwind;
-	sp_in_unwind = 1;
-	sp_fd_libunwind(1);
-	/* pcs still holds the thread's previous stack, which this one mostly repeats */
-	if (mode != SP_UNWIND_LIBUNWIND)
-		sp_unwind_prefetch(pcs, t->walked < max ? t->walked : max);
-	size_t depth = sp_unwind_signal(uc, pcs, py_pcs ? sp_pystack_sps(t) : NULL, max, &flags,
-					mode == SP_UNWIND_LIBUNWIND, &cnt);
-	t->walked = (uint32_t)depth;
-	if (mode == SP_UNWIND_CHECK && t->check_pcs) {
-		struct sp_unwind_count ref = {0, 0, 0};
-		uint32_t ref_flags = 0;
-		size_t n = sp_unwind_signal(uc, t->check_pcs, NULL, max, &ref_flags, true, &ref);
-		if (sp_stacks_differ(pcs, depth, t->check_pcs, n)) {
-			atomic_fetch_add_explicit(&t->unw_differ, 1, memory_order_relaxed);
-			sp_unwcheck_keep(pcs, depth, t->check_pcs, n);
-		}
-	}
-	sp_in_unwind = 0;
-	sp_fd_libunwind(0);
-	sp_modules_leave();
-	atomic_fetch_add_explicit(&t->unw_fast, cnt.fast, memory_order_relaxed);
-	atomic_fetch_add_explicit(&t->unw_slow, cnt.slow, memory_order_relaxed);
-	if (cnt.unknown)
-		sp_modules_missed(); /* a dlopen since the writer's last pass? */
-	if (py_pcs) {
-		/* naming a code object met for the first time takes an entry of
-		 * its own, before the sample's */
-		struct sp_pyframes pf = sp_pystack_read(t);
-		depth = sp_pystack_place(t, pf, py_pcs, sp_pystack_sps(t), depth, stk, max, &flags);
-	}
-
-	uint64_t hash = sp_stack_hash(stk, depth, flags);
-	/* relaxed atomics: the writer may empty the entry (writer.c) */
-	uint64_t *known = &t->known[hash % SP_KNOWN_SLOTS];
-	bool sent = __atomic_load_n(known, __ATOMIC_RELAXED) == hash;
-	size_t words = SP_ENTRY_PCS + (sent ? 1 : depth);
-	uint64_t *e = sp_ring_reserve(&t->ring, words);
-	if (!e) {
-		atomic_fetch_add_explicit(&t->drops, 1, memory_order_relaxed);
-		goto out;
-	}
-	e[SP_ENTRY_TIME] = m0 - sp_g.start_mono_ns;
-	e[SP_ENTRY_WEIGHT] = weight;
-	e[SP_ENTRY_RANGE] = atomic_load_explicit(&t->range_top, memory_order_relaxed);
-	e[SP_ENTRY_HASH] = hash;
-	if (sent)
-		e[SP_ENTRY_DEPTH] = depth;
-	else
-		memcpy(e + SP_ENTRY_PCS, stk, depth * sizeof(uint64_t));
-	sp_ring_commit(&t->ring, words, flags | (sent ? SP_RING_KNOWN : 0));
-	__atomic_store_n(known, hash, __ATOMIC_RELAXED);
-	if (sp_ring_half_full(&t->ring))
-		sp_writer_poke(); /* a burst of deep stacks or new code objects */
-	if (flags & SP_STACK_UNWIND_ERR)
-		atomic_fetch_add_explicit(&t->unwind_errors, 1, memory_order_relaxed);
-	if (flags & SP_STACK_TRUNCATED)
-		atomic_fetch_add_explicit(&t->truncated, 1, memory_order_relaxed);
 	/* A short handler ran on the CPU all along: its wall time is its CPU
 	 * time. A long one may have been preempted, and only the CPU clock
 	 * tells how much of it was ours. */
@@ -319,6 +380,46 @@ out:
 		sp_trap_deferred = 0;
 		sp_share_forward(SIGTRAP, &trap, uc);
 	}
+}
+
+int sp_capture_here(uint32_t kind, uint64_t weight, uint64_t payload)
+{
+	struct sp_thread *t = sp_self;
+	if (!t || t->tid != sp_gettid() ||
+	    atomic_load_explicit(&t->state, memory_order_relaxed) != SP_SLOT_LIVE)
+		return -ENOENT;
+	if (!atomic_load_explicit(&sp_g.sampling, memory_order_relaxed))
+		return -EAGAIN;
+	if (sp_capturing) {
+		atomic_fetch_add_explicit(&t->drops, 1, memory_order_relaxed);
+		return -EBUSY;
+	}
+	/* the flag first: a CPU signal from here on is dropped, never nested */
+	sp_capturing = 1;
+	int saved_errno = errno;
+	int cancel_state;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
+	ucontext_t uc;
+	int rc = -EAGAIN;
+	if (getcontext(&uc) == 0) {
+		struct sp_event ev = {.kind = kind,
+				      .weight = weight,
+				      .payload = payload,
+				      .time_ns = sp_now_ns(),
+				      .own_frames = SP_EVENT_TRIM_OWN};
+		rc = sp_capture(t, &uc, &ev) ? 0 : -ENOSPC;
+	}
+	sp_capturing = 0;
+	pthread_setcancelstate(cancel_state, NULL);
+	if (sp_trap_deferred) {
+		/* the program's SIGTRAP that came meanwhile: its handler runs now,
+		 * with this point's context (the one it came at is gone) */
+		siginfo_t trap = sp_trap_si;
+		sp_trap_deferred = 0;
+		sp_share_forward(SIGTRAP, &trap, &uc);
+	}
+	errno = saved_errno;
+	return rc;
 }
 
 sigset_t sp_handler_mask(void)

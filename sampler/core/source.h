@@ -76,4 +76,52 @@ SP_SIGSAFE bool sp_timer_sent(const struct sp_thread *t, int sig, const siginfo_
  * it): a one-shot timer is set for its next expiry. Signal-safe. */
 SP_SIGSAFE void sp_timer_taken(struct sp_thread *t);
 
+/*
+ * An event source beside the CPU timer (one of the timer ops above, which
+ * STACKPROF_TIMER picks): a file of its own that registers itself from a
+ * constructor of priority SP_SOURCE_PRIORITY, so that it is known before
+ * the sampler starts. Its samples go through the one capture path
+ * (capture/handler.h: sp_capture_here, or sp_capture from a signal of its
+ * own) with its event kind. Every op may be NULL; none is called from a
+ * signal handler. While sampling is off (the API, the schedule, standing
+ * aside) a capture is refused, so pause and resume are for a source that
+ * has something to stop (a timer, a hook).
+ */
+struct sp_source {
+	const char *name;
+	uint32_t kind; /* SP_EVENT_* (format/profile.h) */
+	/* the sampler starts (and again in a fork child, after atfork_child):
+	 * 0, or -errno to be left out of this process (said once) */
+	int (*start)(void);
+	/* the profile ends: exit, exec, a seccomp filter */
+	void (*stop)(void);
+	void (*pause)(void);
+	void (*resume)(void);
+	/* a thread is sampled from now on / leaves (called on that thread) */
+	void (*attach)(struct sp_thread *t);
+	void (*detach)(struct sp_thread *t);
+	/* in a fork child, before start: the parent's state is not its own */
+	void (*atfork_child)(void);
+	/* the program called stackprof_step(): its number */
+	void (*step)(long step);
+};
+
+#define SP_SOURCE_PRIORITY 101
+#define SP_MAX_SOURCES	   8
+
+/* Adds s (which lives as long as the library) to the sources; false when
+ * SP_MAX_SOURCES are already there. */
+bool sp_source_register(const struct sp_source *s);
+
+/* life/ tells every started source (each call its op, in order of
+ * registration). */
+void sp_sources_start(void);
+void sp_sources_stop(void);
+void sp_sources_pause(void);
+void sp_sources_resume(void);
+void sp_sources_attach(struct sp_thread *t);
+void sp_sources_detach(struct sp_thread *t);
+void sp_sources_atfork_child(void);
+void sp_sources_step(long step);
+
 #endif

@@ -4,6 +4,8 @@
  * this library.
  */
 #include "sampler/life/api.h"
+#include "sampler/capture/handler.h"
+#include "sampler/core/source.h"
 #include "format/profile.h"
 #include "sampler/base/fds.h"
 #include "sampler/capture/modules.h"
@@ -55,10 +57,13 @@ static void sp_sampling_update(void)
 	if (was == on || !atomic_load(&sp_g.enabled) || atomic_load(&sp_g.stopping) ||
 	    sp_stepped_aside())
 		return;
-	if (on)
+	if (on) {
 		sp_timers_resume_all();
-	else
+		sp_sources_resume();
+	} else {
 		sp_timers_pause_all();
+		sp_sources_pause();
+	}
 }
 
 void sp_api_atfork(int phase)
@@ -129,29 +134,27 @@ static __attribute__((noinline)) uint32_t sp_anchor_walk(ucontext_t *uc)
 {
 	uint64_t pcs[SP_ANCHOR_MAX_DEPTH];
 	uint32_t anchor = 0;
+	struct sp_thread *t = sp_self;
+	if (!t)
+		return 0;
 	sigset_t set, old;
 	sigemptyset(&set);
 	sigaddset(&set, sp_g.timer->signo);
 	pthread_sigmask(SIG_BLOCK, &set, &old);
-	if (!sp_modules_enter())
-		goto unblock;
 	uint32_t flags = 0;
-	struct sp_unwind_count cnt = {0, 0, 0};
-	sp_in_unwind = 1;
-	sp_fd_libunwind(1);
-	size_t depth = sp_unwind_signal(uc, pcs, NULL, SP_ANCHOR_MAX_DEPTH, &flags, false, &cnt);
-	sp_fd_libunwind(0);
-	sp_in_unwind = 0;
-	const struct sp_modsnap *snap = sp_modules_current();
-	const struct sp_mod *self = sp_modsnap_text(snap, (uintptr_t)&sp_anchor_walk);
-	size_t i = 0;
-	/* pcs[0] is in the push; then return addresses into this library, then the caller */
-	while (i < depth && sp_modsnap_text(snap, i ? pcs[i] - 1 : pcs[i]) == self)
-		i++;
-	if (self && i < depth && !(flags & (SP_STACK_TRUNCATED | SP_STACK_UNWIND_ERR)))
-		anchor = SP_ANCHOR_MAKE((uint32_t)(depth - i), false);
-	sp_modules_leave();
-unblock:
+	long depth = sp_capture_walk(t, uc, pcs, NULL, SP_ANCHOR_MAX_DEPTH, &flags, false);
+	if (depth > 0 && sp_modules_enter()) {
+		const struct sp_modsnap *snap = sp_modules_current();
+		const struct sp_mod *self = sp_modsnap_text(snap, (uintptr_t)&sp_anchor_walk);
+		long i = 0;
+		/* pcs[0] is in the push; then return addresses into this library, then the caller
+		 */
+		while (i < depth && sp_modsnap_text(snap, i ? pcs[i] - 1 : pcs[i]) == self)
+			i++;
+		if (self && i < depth && !(flags & (SP_STACK_TRUNCATED | SP_STACK_UNWIND_ERR)))
+			anchor = SP_ANCHOR_MAKE((uint32_t)(depth - i), false);
+		sp_modules_leave();
+	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return anchor;
 }
@@ -239,6 +242,7 @@ SP_EXPORT long stackprof_step(void)
 	long step = ++sp_step_no;
 	sp_sampling_update();
 	pthread_mutex_unlock(&sp_sched_lock);
+	sp_sources_step(step);
 	return step;
 }
 

@@ -1,6 +1,7 @@
 /*
  * fork.c - the fork hooks (fork.h).
  */
+#include "sampler/core/source.h"
 #include "sampler/life/fork.h"
 #include "sampler/capture/pystack.h"
 #include "sampler/life/api.h"
@@ -104,6 +105,7 @@ static void sp_fork_child(void)
 	sp_g.start_real_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	/* the descriptors of the parent's events came along: let go of them */
 	sp_timer_atfork_child();
+	sp_sources_atfork_child();
 	char py_name[sizeof(self->py_name)] = "";
 	if (self) {
 		memcpy(py_name, self->py_name, sizeof(py_name)); /* the child keeps its name */
@@ -125,6 +127,7 @@ static void sp_fork_child(void)
 	}
 	if (sp_g.timer->start)
 		sp_g.timer->start(sp_g.period_ns);
+	sp_sources_start();
 	atomic_fetch_add(&sp_g.setup_ns, sp_own_cpu_since(c0, 0)); /* before its slot */
 	sp_thread_attach(py_name[0] ? py_name : NULL);
 }

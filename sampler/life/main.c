@@ -5,6 +5,7 @@
  * table, module snapshot, libunwind, the writer) exists before the first
  * timer is armed, and the handler is installed before that too.
  */
+#include "sampler/core/source.h"
 #include "sampler/life/main.h"
 #include "sampler/life/api.h"
 #include "sampler/life/fork.h"
@@ -96,6 +97,7 @@ __attribute__((constructor)) static void sp_init(void)
 	if (sp_g.timer->start && (err = sp_g.timer->start(sp_g.period_ns)) < 0)
 		sp_log("cannot start the %s timer: %s; no samples will be taken", sp_g.timer->name,
 		       strerror(-err));
+	sp_sources_start();
 	atomic_fetch_add(&sp_g.setup_ns, sp_thread_cpu_ns() - c0);
 	sp_thread_attach(NULL); /* counts its own */
 	c0 = sp_thread_cpu_ns();
@@ -125,6 +127,7 @@ void sp_finish(int sig)
 	sp_timers_pause_all();
 	if (sp_g.timer->stop)
 		sp_g.timer->stop();
+	sp_sources_stop();
 	sp_unwcheck_report();
 	sp_writer_stop(true, sig);
 	atomic_store(&sp_g.enabled, false);

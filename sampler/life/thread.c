@@ -1,3 +1,4 @@
+#include "sampler/core/source.h"
 #include "sampler/life/thread.h"
 #include "sampler/capture/handler.h"
 #include "sampler/life/main.h"
@@ -386,6 +387,7 @@ int sp_thread_attach(const char *py_name)
 		       strerror(-err));
 	else if (!atomic_load(&sp_g.sampling) && !t->timer->pause_all)
 		t->timer->pause(t); /* stopped (API, schedule): costs nothing until started */
+	sp_sources_attach(t);
 	atomic_fetch_add(&sp_g.setup_ns, sp_own_cpu_since(c0, 0)); /* no slot at c0 */
 	return err;
 }
@@ -421,6 +423,7 @@ void sp_thread_detach(void)
 	sigaddset(&set, t->timer->signo);
 	pthread_sigmask(SIG_BLOCK, &set, &old);
 	t->timer->disarm(t);
+	sp_sources_detach(t);
 	sp_sigstack_detach(t);
 	prctl(PR_GET_NAME, t->name_at_exit, 0, 0, 0);
 	sp_self = NULL;

@@ -552,12 +552,14 @@ static void sp_drain_slot(struct sp_wstate *s, uint32_t i, struct sp_thread *t)
 			named = true;
 		}
 		const struct sp_stack_slot *st;
+		uint32_t kind = SP_RING_KIND(flags);
 		if (flags & SP_RING_KNOWN)
 			st = sp_stack_find(s, e[SP_ENTRY_HASH], e[SP_ENTRY_DEPTH],
-					   flags & ~SP_RING_KNOWN);
+					   flags & SP_RING_STACK_MASK);
 		else
-			st = sp_stack_id(s, e[SP_ENTRY_HASH], e + SP_ENTRY_PCS,
-					 words - SP_ENTRY_PCS, flags, &s->last[i]);
+			st =
+			    sp_stack_id(s, e[SP_ENTRY_HASH], e + SP_ENTRY_PCS, words - SP_ENTRY_PCS,
+					flags & SP_RING_STACK_MASK, &s->last[i]);
 		/* a range pushed since this pass synced them: its record first */
 		if (e[SP_ENTRY_RANGE] > s->ranges_emitted)
 			sp_ranges_sync(s);
@@ -570,9 +572,14 @@ static void sp_drain_slot(struct sp_wstate *s, uint32_t i, struct sp_thread *t)
 			    .range = (uint32_t)e[SP_ENTRY_RANGE],
 			    .time_ns = e[SP_ENTRY_TIME],
 			    .weight_ns = e[SP_ENTRY_WEIGHT],
+			    .event = kind,
+			    .payload = e[SP_ENTRY_PAYLOAD],
 			};
-			s->samples++;
-			s->weight_ns += e[SP_ENTRY_WEIGHT];
+			/* the stats' samples and CPU time are the CPU timer's */
+			if (kind == SP_EVENT_CPU) {
+				s->samples++;
+				s->weight_ns += e[SP_ENTRY_WEIGHT];
+			}
 		} else {
 			/* no memory for the stack, or a hash of one that had none: lost,
 			 * counted, and the thread sends the stack whole next time */
