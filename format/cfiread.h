@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The sampler marks what its signal handler may call (sampler/sigsafe.h):
+/* The sampler marks what its signal handler may call (sampler/base/sigsafe.h):
  * everything here is. */
 #ifndef SP_SIGSAFE
 #define SP_SIGSAFE

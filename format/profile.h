@@ -16,7 +16,7 @@
  * stream end) is not reached.
  *
  * Nothing here is async-signal-safe: the sampler calls the profile writer
- * from its writer thread only (sampler/writer.h, sp_writer_*: the thread
+ * from its writer thread only (sampler/writer/writer.h, sp_writer_*: the thread
  * that drains the rings, a different thing from the sp_prof_writer that
  * encodes its records).
  */

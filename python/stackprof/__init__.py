@@ -21,7 +21,7 @@ function it was given.
 
 Ranges (``record_function``) belong to the thread that opens them; windows
 (``profile``), ``start``/``stop``, the schedule and the step counter are
-process-wide. See ``sampler/stackprof.h`` for the C functions underneath.
+process-wide. See ``sampler/life/stackprof.h`` for the C functions underneath.
 """
 
 import ctypes

@@ -1,6 +1,6 @@
 /*
  * fuzz-cfi.c - libFuzzer target for the sampler's unwind-rule reader
- * (sampler/cfi.c), the code that reads a loaded module's .eh_frame_hdr and
+ * (sampler/capture/cfi.c), the code that reads a loaded module's .eh_frame_hdr and
  * .eh_frame inside the signal handler of a program we did not write.
  *
  * The input is the image of one read-only segment: 2 bytes (little-endian)
@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sampler/cfi.h"
+#include "sampler/capture/cfi.h"
 
 static void check_rule(const struct sp_cfi_rule *r, enum sp_cfi_kind kind)
 {

@@ -9,7 +9,7 @@
 #                 and prints llvm-cov's line/branch report of the code under test
 #
 #   TARGET        reader (format/reader.c), symbolize (symbolize/*.c, libdw) or
-#                 cfi (sampler/cfi.c: the handler's .eh_frame rule reader)
+#                 cfi (sampler/capture/cfi.c: the handler's .eh_frame rule reader)
 #   BUILD_DIR     where the binaries, the grown corpus and any crash go:
 #                 BUILD_DIR/fuzz-TARGET, BUILD_DIR/TARGET-corpus/,
 #                 BUILD_DIR/TARGET-artifacts/crash-*
@@ -55,7 +55,7 @@ symbolize)
 	libs=(-ldw -lelf -lz -ldl -lpthread)
 	;;
 cfi)
-	sources=("$src/tests/fuzz/fuzz-cfi.c" "$src"/sampler/cfi.c "$src"/format/cfiread.c)
+	sources=("$src/tests/fuzz/fuzz-cfi.c" "$src"/sampler/capture/cfi.c "$src"/format/cfiread.c)
 	incs=(-D_GNU_SOURCE -I"$src") # dl_phdr_info
 	libs=()
 	;;

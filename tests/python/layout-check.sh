@@ -1,5 +1,5 @@
 #!/bin/bash
-# layout-check.sh BUILD_DIR - sampler/pylayout.c's tables against the truth:
+# layout-check.sh BUILD_DIR - sampler/capture/pylayout.c's tables against the truth:
 #  1. for every CPython 3.10-3.13 on this machine (pyenv's builds, Debian's
 #     /usr/bin/python3.11 with python3.11-dbg, and its python3.11d), gdb reads each field's offset
 #     and size from the interpreter's DWARF, and they must equal the compiled

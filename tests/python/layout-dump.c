@@ -1,5 +1,5 @@
 /*
- * layout-dump - prints the compiled CPython layout tables (sampler/pylayout.c)
+ * layout-dump - prints the compiled CPython layout tables (sampler/capture/pylayout.c)
  * and the header's constants, for tests/python/layout-check.sh.
  *
  *   layout-dump          every supported version

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "sampler/pylayout.h"
+#include "sampler/capture/pylayout.h"
 
 #define SP_LAYOUT_FIELDS(X)                                                                        \
 	X(rt_size)                                                                                 \

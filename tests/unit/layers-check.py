@@ -9,6 +9,14 @@ same-directory lookup). The layers point downward only:
 
     tools -> export -> symbolize -> format        sampler -> format
 
+Inside sampler/, the same rule between its folders, low to high
+(docs/ARCHITECTURE.md):
+
+    base < core < capture < writer < sources < life
+
+A sampler file includes headers of its own folder or a lower one only, and
+every sampler file is in one of these folders.
+
 tests/, workloads/ and bench/ sit outside the layers and may include any of
 them. Prints each violation; exit 1 if any.
 """
@@ -25,6 +33,8 @@ below = {
     "tools": {"tools", "export", "symbolize", "format"},
 }
 outside = ["tests", "workloads", "bench"]
+# sampler/'s folders, low to high: each may include its own and lower ones
+sampler_order = ["base", "core", "capture", "writer", "sources", "life"]
 include = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 
 bad = []
@@ -38,6 +48,14 @@ for top in list(below) + outside:
             rel = os.path.relpath(path, src)
             with open(path, errors="replace") as f:
                 text = f.read()
+            folder = None
+            if top == "sampler":
+                parts = rel.split(os.sep)
+                folder = parts[1] if len(parts) > 2 else None
+                if folder not in sampler_order:
+                    bad.append("%s: not in one of sampler/'s folders (%s)" %
+                               (rel, ", ".join(sampler_order)))
+                    folder = None
             for m in include.finditer(text):
                 n += 1
                 inc = m.group(1)
@@ -49,6 +67,14 @@ for top in list(below) + outside:
                 layer = inc.split("/", 1)[0]
                 if top in below and layer not in below[top]:
                     bad.append("%s: %s/ includes %s/, which is not below it" % (where, top, layer))
+                    continue
+                if folder and layer == "sampler":
+                    to = inc.split("/")[1] if inc.count("/") >= 2 else None
+                    if to not in sampler_order:
+                        bad.append("%s: not in one of sampler/'s folders" % where)
+                    elif sampler_order.index(to) > sampler_order.index(folder):
+                        bad.append("%s: sampler/%s/ includes sampler/%s/, which is above it "
+                                   "(%s)" % (where, folder, to, " < ".join(sampler_order)))
 
 if n == 0:
     sys.exit("layers-check: no includes found under %s" % src)

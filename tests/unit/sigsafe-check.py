@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""sigsafe-check.py SRC_DIR CI_DIR...: holds the sampler to sampler/sigsafe.h,
+"""sigsafe-check.py SRC_DIR CI_DIR...: holds the sampler to sampler/base/sigsafe.h,
 and the handler's own code to a bounded stack.
 
 The CI_DIRs hold the .ci call graphs that gcc -fcallgraph-info wrote for every
@@ -8,7 +8,14 @@ through a pointer), every function reachable by a call edge must be listed
 in SP_SIGSAFE_FUNCTIONS or SP_SIGSAFE_LIBC; every listed function of the
 sampler's must carry SP_SIGSAFE where it is declared; and every reachable
 function that calls through a pointer must be listed in
-SP_SIGSAFE_CALLS_THROUGH. Prints each violation; exit 1 if any.
+SP_SIGSAFE_CALLS_THROUGH; and every reachable function of stackprof's is
+defined in sampler/capture/ or listed in SP_SIGSAFE_OUTSIDE_CAPTURE (the
+leaves of base/ and core/, the sources' ops reached through pointers, the
+format's decoders): the signal boundary is a folder (docs/ARCHITECTURE.md).
+Where a function is defined comes from its node in the .ci files (the file
+and line of its definition), else from the folder of the object that holds
+it (an interposed libc function, whose first declaration is libc's header).
+Prints each violation; exit 1 if any.
 """
 import glob
 import os
@@ -17,7 +24,7 @@ import subprocess
 import sys
 
 src, ci_dirs = sys.argv[1], sys.argv[2:]
-hdr = os.path.join(src, "sampler", "sigsafe.h")
+hdr = os.path.join(src, "sampler", "base", "sigsafe.h")
 
 
 def expand(macro):
@@ -31,14 +38,30 @@ entries = expand("SP_SIGSAFE_ENTRY") | expand("SP_SIGSAFE_INDIRECT")
 funcs = expand("SP_SIGSAFE_FUNCTIONS")
 libc = expand("SP_SIGSAFE_LIBC")
 through = expand("SP_SIGSAFE_CALLS_THROUGH")
+outside = expand("SP_SIGSAFE_OUTSIDE_CAPTURE")
 
 edges = {}
 frame = {}  # function -> (bytes, qualifier) from -fcallgraph-info=su
-for ci in [c for d in ci_dirs for c in glob.glob(os.path.join(d, "*.ci"))]:
+defined = {}  # function -> the files under src that define it ("sampler/capture/unwind.c")
+root = os.path.realpath(src) + os.sep
+for ci in [c for d in ci_dirs for c in glob.glob(os.path.join(d, "**", "*.ci"), recursive=True)]:
+    # the object's own path: <target>.dir/<folder>/<name>.c.ci mirrors the source's
+    obj_src = os.path.join(os.path.basename(os.path.dirname(os.path.dirname(ci))).rsplit(".dir", 1)[0],
+                           os.path.basename(os.path.dirname(ci)), os.path.basename(ci)[:-3])
     for line in open(ci):
         n = re.match(r'node: \{ title: "([^"]+)" label: "[^"]*\\n(\d+) bytes \(([^)]*)\)"', line)
         if n:
-            frame[n.group(1).rsplit(":", 1)[-1]] = (int(n.group(2)), n.group(3))
+            name = n.group(1).rsplit(":", 1)[-1]
+            frame[name] = (int(n.group(2)), n.group(3))
+            at = re.match(r'node: \{ title: "[^"]+" label: "[^"\\]*\\n([^:"]+):\d+', line)
+            path = os.path.realpath(at.group(1)) if at else ""
+            if path.startswith(root):
+                rel = path[len(root):]
+            elif os.path.basename(os.path.dirname(os.path.dirname(ci))) == "stackprof_preload.dir":
+                rel = os.path.join("sampler", obj_src.split(os.sep, 1)[1])
+            else:
+                rel = obj_src
+            defined.setdefault(name, set()).add(rel)
         m = re.match(r'edge: \{ sourcename: "([^"]+)" targetname: "([^"]+)"', line)
         if m:
             # a static function's title is "file:name"
@@ -63,10 +86,22 @@ while todo:
             bad.append("the handler reaches %s (called by %s), which sigsafe.h does not list" % (g, f))
         todo.append(g)
 
+# the boundary is a folder: what the handler reaches of ours is in
+# sampler/capture/, or is a listed leaf below it (sigsafe.h says why)
+for f in sorted(seen):
+    for rel in sorted(defined.get(f, ())):
+        if rel.startswith("sampler/capture/") or f in outside:
+            continue
+        bad.append("the handler reaches %s, defined in %s: outside sampler/capture/ and not in "
+                   "SP_SIGSAFE_OUTSIDE_CAPTURE" % (f, rel))
+for f in sorted(outside):
+    if any(rel.startswith("sampler/capture/") for rel in defined.get(f, ())):
+        bad.append("%s is in SP_SIGSAFE_OUTSIDE_CAPTURE but defined in sampler/capture/" % f)
+
 # every listed function of ours is marked where it is declared or defined:
 # SP_SIGSAFE, then the rest of the declaration up to the name and "("
 text = ""
-for p in glob.glob(os.path.join(src, "sampler", "*.[ch]")) + glob.glob(os.path.join(src, "format", "*.h")):
+for p in glob.glob(os.path.join(src, "sampler", "*", "*.[ch]")) + glob.glob(os.path.join(src, "format", "*.h")):
     if not p.endswith("sigsafe.h"):
         text += open(p).read()
 marked = set()

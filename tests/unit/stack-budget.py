@@ -50,7 +50,7 @@ ASIDE = {("sp_finish_aside", "sp_finish")}
 def main():
     src, dirs = sys.argv[1], sys.argv[2:]
     edges, frame = {}, {}
-    cis = [c for d in dirs for c in glob.glob(os.path.join(d, "*.ci"))]
+    cis = [c for d in dirs for c in glob.glob(os.path.join(d, "**", "*.ci"), recursive=True)]
     if not cis:
         print("no call graphs (*.ci) under %s: build first" % " ".join(dirs))
         return 1

@@ -1,5 +1,5 @@
 /*
- * test-cfi.c - the sampler's own CFI rules (sampler/cfi.c) against an
+ * test-cfi.c - the sampler's own CFI rules (sampler/capture/cfi.c) against an
  * unwinder nobody here wrote: glibc's backtrace(), which walks with
  * libgcc's. A noinline chain is walked both ways from inside; every caller
  * must match, down to _start, whose rule must say "outermost". A function
@@ -15,8 +15,8 @@
 #include <string.h>
 #include <ucontext.h>
 
-#include "sampler/cfi.h"
-#include "sampler/rulecache.h"
+#include "sampler/capture/cfi.h"
+#include "sampler/capture/rulecache.h"
 #include "tests/unit/check.h"
 
 #define NOINLINE __attribute__((noinline))

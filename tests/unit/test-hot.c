@@ -1,5 +1,5 @@
 /*
- * test-hot.c - the region of the handler's shared tables (sampler/hot.h):
+ * test-hot.c - the region of the handler's shared tables (sampler/base/hot.h):
  * pieces are zeroed, resident, apart from each other, on one 2 MiB-aligned
  * region that a huge page backs where the kernel has them on, and a piece
  * that no longer fits is mapped on its own, still zeroed and resident.
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "sampler/hot.h"
+#include "sampler/base/hot.h"
 #include "tests/unit/check.h"
 
 #define MIB ((size_t)1 << 20)

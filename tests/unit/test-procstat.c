@@ -1,13 +1,13 @@
 /*
  * test-procstat.c - the thread count of /proc/self/stat and status without
- * stackprof's threads (sampler/procstat.h): which paths are the process's
+ * stackprof's threads (sampler/base/procstat.h): which paths are the process's
  * own, field 20 found past a name with spaces and parentheses, a count
  * that changes width, the floor of one, and text that is left alone.
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "sampler/procstat.h"
+#include "sampler/base/procstat.h"
 #include "tests/unit/check.h"
 
 /* Fixes a copy of text; returns it, or "" if it was left alone. */

@@ -1,5 +1,5 @@
 /*
- * test-pylayout.c - sampler/pylayout.c without an interpreter: the tables'
+ * test-pylayout.c - sampler/capture/pylayout.c without an interpreter: the tables'
  * own consistency, and sp_pylayout_from_debug_offsets() on a _Py_DebugOffsets
  * image built from the 3.13 table (3.13.0's values), then spoiled one word
  * at a time. tests/python/layout-check.sh compares the tables with gdb and
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "tests/unit/check.h"
-#include "sampler/pylayout.h"
+#include "sampler/capture/pylayout.h"
 
 /* 3.13.0's _Py_DebugOffsets, 73 words, as pyenv's build fills them in */
 static uint64_t image[73];

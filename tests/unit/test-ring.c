@@ -5,7 +5,7 @@
 #include <stdatomic.h>
 #include <sys/mman.h>
 
-#include "sampler/ring.h"
+#include "sampler/core/ring.h"
 #include "tests/unit/check.h"
 
 /* Pushes an entry of n words whose payload is seq, seq+1, ... */

@@ -1,5 +1,5 @@
 /*
- * test-saferead.c - the guarded reads of sampler/saferead.h: a copy or a
+ * test-saferead.c - the guarded reads of sampler/base/saferead.h: a copy or a
  * load of memory that is gone fails instead of crashing and comes back to
  * the read that failed, and a fault that is not a guarded read's is left
  * to the program.
@@ -10,7 +10,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "sampler/saferead.h"
+#include "sampler/base/saferead.h"
 #include "tests/unit/check.h"
 
 static sigjmp_buf escape;

@@ -21,7 +21,7 @@
 
 #include "workloads/programs/thread_cpu.h"
 
-#include "sampler/stackprof.h"
+#include "sampler/life/stackprof.h"
 
 static volatile double sink;
 

@@ -1,0 +1,63 @@
+#!/bin/bash
+# An event source of one file beside the CPU timer (issue 25): the toy
+# source of tests/sources/steps.c, built into libstackprof-steps.so, takes
+# a sample of kind user at every stackprof_step() through the one capture
+# path. workloads/programs/steps.c runs 40 steps of 20 ms of CPU each.
+#   - the run is the program's (output, status); info lists both kinds;
+#   - the user samples are exactly the 40 steps, each at the program's
+#     call of stackprof_step (end_step, under main: stackprof's own frames
+#     left out), and collapse shows them with --event user only;
+#   - the CPU timer's samples are there as without the source;
+#   - sampling off (STACKPROF_START=0) takes no step's sample either;
+#   - steps back to back at 4 kHz: CPU signals land inside a step's
+#     capture; they are dropped and counted, and every step is captured,
+#     the profile whole.
+. "$(dirname "$0")/lib.sh"
+LIB="$BUILD/libstackprof-steps.so"
+[ -f "$LIB" ] || fail "$LIB is not built"
+
+STACKPROF_LIB="$LIB" "$SP" run --no-summary -o s.prof -- "$BIN/steps" 40 >out.txt 2>err.txt
+check "the program ran as it does alone (status 0, its output)" \
+	bash -c "[ $? -eq 0 ] && grep -q '^steps: 40 (the API counted 40)$' out.txt"
+"$SP" info s.prof >info.txt
+sed -n '/^events:/,/^drops:/p' info.txt
+check "info lists the user kind: 40 samples, 40 count" grep -qE '^ +user 40 samples \(40 count\)' info.txt
+check "... beside cpu" grep -qE '^events: +cpu [0-9]+ samples' info.txt
+
+"$SP" collapse --frame func --event user s.prof >user.folded
+cat user.folded
+check "the user samples are the 40 steps" \
+	awk '{ n += $NF } END { exit !(n == 40) }' user.folded
+check "each at the program's call, end_step under main, stackprof's frames left out" \
+	awk '{ sub(/ [0-9]+$/, ""); if ($0 !~ /;main;end_step$/) bad = 1 } END { exit bad }' user.folded
+"$SP" collapse --frame func s.prof >cpu.folded
+cpu=$(awk '{ n++ } END { print n + 0 }' cpu.folded)
+check "the default (cpu) holds the CPU timer's samples, in train_step" grep -q ';train_step;spin' cpu.folded
+check "... and none of the steps' (no end_step leaf of weight 1)" \
+	bash -c "! grep -qE ';end_step 1$' cpu.folded"
+# 40 steps of 20 ms at 100 Hz: 80 samples, less what the load took
+ncpu=$(awk '/^events:/ { print $3 }' info.txt)
+check "the CPU timer took its samples beside the source ($ncpu of ~80)" [ "${ncpu:-0}" -ge 40 ]
+
+# the plain library has no such source
+"$SP" run --no-summary -o plain.prof -- "$BIN/steps" 10 >/dev/null 2>&1
+check "without the source: no user kind in the profile" \
+	bash -c "! '$SP' info plain.prof | grep -q ' user '"
+
+# sampling off: no capture at all
+STACKPROF_START=0 STACKPROF_LIB="$LIB" "$SP" run --no-summary -o off.prof -- "$BIN/steps" 10 >/dev/null 2>&1
+check "sampling off (STACKPROF_START=0): no step's sample" \
+	bash -c "! '$SP' info off.prof | grep -qE '^ +user [1-9]'"
+
+# back to back at 4 kHz: signals inside a step's capture are dropped and
+# counted; every step is captured
+STACKPROF_LIB="$LIB" "$SP" run --no-summary -F 4000 -o busy.prof -- "$BIN/steps" 20000 0 >busy.txt 2>&1
+check "20,000 steps back to back ran" grep -q '^steps: 20000 ' busy.txt
+"$SP" info busy.prof >busy.info
+check "the profile is whole" grep -q '^status: *complete' busy.info
+check "every step was captured (user 20000 samples)" grep -qE '^ +user 20000 samples' busy.info
+drops=$(awk '/^drops:/ { print $2 }' busy.info)
+say "CPU samples dropped inside a step's capture: ${drops:-0}"
+check "the user stacks read whole" \
+	bash -c "'$SP' collapse --frame func --event user busy.prof | awk '{ n += \$NF } END { exit !(n == 20000) }'"
+finish
