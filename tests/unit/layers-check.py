@@ -25,6 +25,7 @@ import re
 import sys
 
 src = sys.argv[1]
+quiet = "--quiet" in sys.argv[2:]  # the build's own run: violations only
 below = {
     "format": {"format"},
     "sampler": {"sampler", "format"},
@@ -80,5 +81,6 @@ if n == 0:
     sys.exit("layers-check: no includes found under %s" % src)
 for b in bad:
     print(b)
-print("layers-check: %d includes, %d violations" % (n, len(bad)))
+if bad or not quiet:
+    print("layers-check: %d includes, %d violations" % (n, len(bad)))
 sys.exit(1 if bad else 0)
