@@ -44,7 +44,23 @@ edges = {}
 frame = {}  # function -> (bytes, qualifier) from -fcallgraph-info=su
 defined = {}  # function -> the files under src that define it ("sampler/capture/unwind.c")
 root = os.path.realpath(src) + os.sep
+stale = 0
+
+
+def is_stale(ci):
+    """A call graph left by an older layout of the tree (a build directory
+    that outlived a move): the source it names is gone."""
+    for line in open(ci):
+        at = re.match(r'node: \{ title: "[^"]+" label: "[^"\\]*\\n([^:"]+):\d+', line)
+        if at:
+            return os.path.isabs(at.group(1)) and not os.path.exists(at.group(1))
+    return False
+
+
 for ci in [c for d in ci_dirs for c in glob.glob(os.path.join(d, "**", "*.ci"), recursive=True)]:
+    if is_stale(ci):
+        stale += 1
+        continue
     # the object's own path: <target>.dir/<folder>/<name>.c.ci mirrors the source's
     obj_src = os.path.join(os.path.basename(os.path.dirname(os.path.dirname(ci))).rsplit(".dir", 1)[0],
                            os.path.basename(os.path.dirname(ci)), os.path.basename(ci)[:-3])
@@ -135,5 +151,7 @@ if need > budget:
 
 for b in bad:
     print("FAIL:", b)
+if stale:
+    print("sigsafe-check: %d call graphs left by an older layout of the tree, skipped" % stale)
 print("sigsafe-check: %d functions reachable from the handler, %d problems" % (len(seen), len(bad)))
 sys.exit(1 if bad else 0)
