@@ -290,15 +290,15 @@ int sp_prof_writer_event(struct sp_prof_writer *w, const struct sp_prof_event *e
 }
 
 /*
- * Each sample: stack, range, its weight less the period, and its time as
- * the gap since the previous sample (the first: since the start) less its
- * weight. For a thread that kept its CPU both are a few microseconds: a
- * byte or two each, where the weight took three and the time five.
+ * A run of one thread's samples after a SAMPLES or EVENT_SAMPLES record's
+ * head: tid, count, period, then each sample's stack, range, weight less
+ * the period, and the time's gap from the previous one (less the weight
+ * when the weight is time: timed), and its payload if the kind has one.
  */
-static int sp_prof_writer_cpu_samples(struct sp_prof_writer *w, int32_t tid, uint64_t period,
-				      const struct sp_prof_sample *s, size_t n)
+static void sp_prof_writer_put_run(struct sp_buf *b, int32_t tid, uint64_t period,
+				   const struct sp_prof_sample *s, size_t n, bool timed,
+				   bool payload)
 {
-	struct sp_buf *b = &w->rec;
 	sp_buf_put_sleb(b, tid);
 	sp_buf_put_uleb(b, n);
 	sp_buf_put_uleb(b, period);
@@ -307,9 +307,23 @@ static int sp_prof_writer_cpu_samples(struct sp_prof_writer *w, int32_t tid, uin
 		sp_buf_put_uleb(b, s[i].stack);
 		sp_buf_put_uleb(b, s[i].range);
 		sp_buf_put_sleb(b, (int64_t)(s[i].weight_ns - period));
-		sp_buf_put_sleb(b, (int64_t)(s[i].time_ns - prev - s[i].weight_ns));
+		sp_buf_put_sleb(b, (int64_t)(s[i].time_ns - prev - (timed ? s[i].weight_ns : 0)));
+		if (payload)
+			sp_buf_put_uleb(b, s[i].payload);
 		prev = s[i].time_ns;
 	}
+}
+
+/*
+ * Each sample: stack, range, its weight less the period, and its time as
+ * the gap since the previous sample (the first: since the start) less its
+ * weight. For a thread that kept its CPU both are a few microseconds: a
+ * byte or two each, where the weight took three and the time five.
+ */
+static int sp_prof_writer_cpu_samples(struct sp_prof_writer *w, int32_t tid, uint64_t period,
+				      const struct sp_prof_sample *s, size_t n)
+{
+	sp_prof_writer_put_run(&w->rec, tid, period, s, n, true, false);
 	return sp_prof_writer_emit(w, SP_REC_SAMPLES);
 }
 
@@ -330,21 +344,8 @@ static int sp_prof_writer_event_samples(struct sp_prof_writer *w, uint32_t event
 			return err;
 	}
 	bool payload = w->events_payload & bit, timed = w->events_timed & bit;
-	struct sp_buf *b = &w->rec;
-	sp_buf_put_uleb(b, event);
-	sp_buf_put_sleb(b, tid);
-	sp_buf_put_uleb(b, n);
-	sp_buf_put_uleb(b, period);
-	uint64_t prev = 0;
-	for (size_t i = 0; i < n; i++) {
-		sp_buf_put_uleb(b, s[i].stack);
-		sp_buf_put_uleb(b, s[i].range);
-		sp_buf_put_sleb(b, (int64_t)(s[i].weight_ns - period));
-		sp_buf_put_sleb(b, (int64_t)(s[i].time_ns - prev - (timed ? s[i].weight_ns : 0)));
-		if (payload)
-			sp_buf_put_uleb(b, s[i].payload);
-		prev = s[i].time_ns;
-	}
+	sp_buf_put_uleb(&w->rec, event);
+	sp_prof_writer_put_run(&w->rec, tid, period, s, n, timed, payload);
 	return sp_prof_writer_emit(w, SP_REC_EVENT_SAMPLES);
 }
 
