@@ -69,6 +69,7 @@
 	X(sp_capture)                                                                              \
 	X(sp_capture_walk)                                                                         \
 	X(sp_trim_own)                                                                             \
+	X(sp_capture_own_frames)                                                                   \
 	X(sp_stacks_differ)                                                                        \
 	X(sp_stack_hash)                                                                           \
 	X(sp_cut_syscall)                                                                          \

@@ -180,6 +180,20 @@ long sp_capture_walk(struct sp_thread *t, void *uc, uint64_t *pcs, uint64_t *sps
 	return (long)depth;
 }
 
+long sp_capture_own_frames(const uint64_t *pcs, size_t depth)
+{
+	if (!sp_modules_enter())
+		return -1;
+	const struct sp_modsnap *snap = sp_modules_current();
+	const struct sp_mod *self = sp_modsnap_text(snap, (uintptr_t)&sp_capture_own_frames);
+	size_t i = 0;
+	/* pcs[0] is where the capture began; then return addresses (at pc - 1) */
+	while (self && i < depth && sp_modsnap_text(snap, i ? pcs[i] - 1 : pcs[i]) == self)
+		i++;
+	sp_modules_leave();
+	return self ? (long)i : -1;
+}
+
 /*
  * Drops the innermost frames that are stackprof's own (a synchronous
  * source's capture starts inside this library: its caller's frame is the
@@ -188,20 +202,13 @@ long sp_capture_walk(struct sp_thread *t, void *uc, uint64_t *pcs, uint64_t *sps
  */
 SP_SIGSAFE static size_t sp_trim_own(uint64_t *pcs, uint64_t *sps, size_t depth)
 {
-	if (!sp_modules_enter())
+	long i = sp_capture_own_frames(pcs, depth);
+	if (i <= 0 || (size_t)i == depth)
 		return depth;
-	const struct sp_modsnap *snap = sp_modules_current();
-	const struct sp_mod *self = sp_modsnap_text(snap, (uintptr_t)&sp_trim_own);
-	size_t i = 0;
-	while (self && i < depth && sp_modsnap_text(snap, i ? pcs[i] - 1 : pcs[i]) == self)
-		i++;
-	sp_modules_leave();
-	if (i == 0 || i == depth)
-		return depth;
-	memmove(pcs, pcs + i, (depth - i) * sizeof(*pcs));
+	memmove(pcs, pcs + i, (depth - (size_t)i) * sizeof(*pcs));
 	if (sps)
-		memmove(sps, sps + i, (depth - i) * sizeof(*sps));
-	return depth - i;
+		memmove(sps, sps + i, (depth - (size_t)i) * sizeof(*sps));
+	return depth - (size_t)i;
 }
 
 /*

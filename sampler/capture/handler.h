@@ -70,6 +70,14 @@ SP_SIGSAFE bool sp_capture(struct sp_thread *t, void *uc, const struct sp_event 
  * the fast unwinder, counting nothing: the anchor of a range push
  * (life/api.c) is found from such a walk. Signal-safe.
  */
+/*
+ * How many of pcs' innermost frames (a walk's, depth of them) are in
+ * stackprof's own library: what a capture started from inside it (a
+ * synchronous source, a range push's anchor) leaves out. -1 when it can't
+ * tell (a dlclose under way). Signal-safe.
+ */
+SP_SIGSAFE long sp_capture_own_frames(const uint64_t *pcs, size_t depth);
+
 SP_SIGSAFE long sp_capture_walk(struct sp_thread *t, void *uc, uint64_t *pcs, uint64_t *sps,
 				size_t max, uint32_t *flags, bool sample);
 

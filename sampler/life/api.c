@@ -8,7 +8,6 @@
 #include "sampler/core/source.h"
 #include "format/profile.h"
 #include "sampler/base/fds.h"
-#include "sampler/capture/modules.h"
 #include "sampler/core/ranges.h"
 #include "sampler/core/sampler.h"
 #include "sampler/life/signals.h"
@@ -143,18 +142,10 @@ static __attribute__((noinline)) uint32_t sp_anchor_walk(ucontext_t *uc)
 	pthread_sigmask(SIG_BLOCK, &set, &old);
 	uint32_t flags = 0;
 	long depth = sp_capture_walk(t, uc, pcs, NULL, SP_ANCHOR_MAX_DEPTH, &flags, false);
-	if (depth > 0 && sp_modules_enter()) {
-		const struct sp_modsnap *snap = sp_modules_current();
-		const struct sp_mod *self = sp_modsnap_text(snap, (uintptr_t)&sp_anchor_walk);
-		long i = 0;
-		/* pcs[0] is in the push; then return addresses into this library, then the caller
-		 */
-		while (i < depth && sp_modsnap_text(snap, i ? pcs[i] - 1 : pcs[i]) == self)
-			i++;
-		if (self && i < depth && !(flags & (SP_STACK_TRUNCATED | SP_STACK_UNWIND_ERR)))
-			anchor = SP_ANCHOR_MAKE((uint32_t)(depth - i), false);
-		sp_modules_leave();
-	}
+	/* pcs[0] is in the push; then return addresses into this library, then the caller */
+	long own = depth > 0 ? sp_capture_own_frames(pcs, (size_t)depth) : -1;
+	if (own >= 0 && own < depth && !(flags & (SP_STACK_TRUNCATED | SP_STACK_UNWIND_ERR)))
+		anchor = SP_ANCHOR_MAKE((uint32_t)(depth - own), false);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return anchor;
 }
