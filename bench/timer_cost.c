@@ -9,7 +9,7 @@
  *   none        no timer (the baseline)
  *   posix       timer_create(CLOCK_THREAD_CPUTIME_ID) + SIGEV_THREAD_ID
  *   perf        perf_event task-clock, F_SETSIG SIGPROF to the thread, as
- *               sampler/sources/timer.c arms its perf-task-clock kind; the handler
+ *               sampler/sources/perf.c arms its perf-task-clock timer; the handler
  *               read()s the counter (as stackprof's handler did until it took
  *               the weight from the thread CPU clock)
  *   perf-noread the same without the read() in the handler

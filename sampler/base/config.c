@@ -83,13 +83,13 @@ void sp_config_load(struct sp_config *cfg)
 	sp_env_u32("STACKPROF_MAX_THREADS", 1, SP_MAX_THREADS, &cfg->max_threads);
 	const char *t = getenv("STACKPROF_TIMER");
 	if (t && *t) {
-		if (!strcmp(t, "auto") || !strcmp(t, "posix") || !strcmp(t, "perf") ||
-		    !strcmp(t, "trap") || !strcmp(t, "thread") || !strcmp(t, "itimer"))
+		/* a CPU timer's word: the table of sources knows them
+		 * (core/source.h, sp_source_choose_cpu) */
+		if (strlen(t) < sizeof(cfg->timer))
 			strcpy(cfg->timer, t);
 		else
-			sp_log("STACKPROF_TIMER=%s ignored: expected auto, posix, trap, perf, "
-			       "thread or itimer; using %s",
-			       t, cfg->timer);
+			sp_log("STACKPROF_TIMER=%.40s... ignored: too long; using %s", t,
+			       cfg->timer);
 	}
 	const char *u = getenv("STACKPROF_UNWIND");
 	if (u && *u) {

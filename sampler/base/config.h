@@ -41,7 +41,7 @@ struct sp_config {
 	uint32_t ring_kb;	     /* STACKPROF_RING_KB per thread, 64..65536, default 1024 */
 	uint32_t flush_ms;	     /* STACKPROF_FLUSH_MS, 10..60000, default 200 */
 	uint32_t max_threads;	     /* STACKPROF_MAX_THREADS, 1..SP_MAX_THREADS (default) */
-	char timer[32];		     /* STACKPROF_TIMER: auto, posix, trap, perf, thread, itimer */
+	char timer[32];		     /* STACKPROF_TIMER: auto, or a CPU timer's word */
 	enum sp_unwind_mode unwind;  /* STACKPROF_UNWIND: fast (default), libunwind, check */
 	bool quiet;		     /* STACKPROF_QUIET=1: no messages at all */
 	bool verbose;		     /* STACKPROF_VERBOSE=1 */

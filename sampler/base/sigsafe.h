@@ -33,7 +33,7 @@
  * sp_handler_foreign on a thread that runs on another's TLS). */
 #define SP_SIGSAFE_ENTRY(X) X(sp_handler_body) X(sp_handler_foreign) X(sp_term_handler)
 
-/* Reached only through function pointers (timer ops, libunwind's
+/* Reached only through function pointers (sources' ops, libunwind's
  * callbacks, the guarded reads' fault handler): each is an entry point for
  * the check too. */
 #define SP_SIGSAFE_INDIRECT(X)                                                                     \
@@ -48,12 +48,13 @@
 	X(sp_py_fault)                                                                             \
 	X(sigprocmask)
 
-/* The reachable functions that call through a pointer: the timer's weight
- * op, libunwind, and the program's own SIGTRAP handler. */
+/* The reachable functions that call through a pointer: the sources' ops
+ * (the handler, and the table's owns and rearm calls), libunwind, and the program's own SIGTRAP
+ * handler. */
 #define SP_SIGSAFE_CALLS_THROUGH(X)                                                                \
 	X(sp_handler_body)                                                                         \
-	X(sp_timer_taken)                                                                          \
-	X(sp_timer_sent)                                                                           \
+	X(sp_source_taken)                                                                         \
+	X(sp_source_sent)                                                                          \
 	X(sp_unwind_libunwind)                                                                     \
 	X(sp_scan_restart)                                                                         \
 	X(sp_slow_step)                                                                            \
@@ -171,7 +172,7 @@
 	X(sp_ticker_owns)                                                                          \
 	X(sp_itimer_owns)                                                                          \
 	X(sp_posix_set)                                                                            \
-	X(sp_rand)                                                                                 \
+	X(sp_cputime_rand)                                                                         \
 	X(sigprocmask)                                                                             \
 	X(sp_sigmask_own)                                                                          \
 	X(sp_mask_program)                                                                         \
@@ -181,8 +182,9 @@
 	X(sp_bits_of)                                                                              \
 	X(sp_token)                                                                                \
 	X(sp_idx)                                                                                  \
-	X(sp_timer_sent)                                                                           \
-	X(sp_timer_taken)                                                                          \
+	X(sp_source_sent)                                                                          \
+	X(sp_source_taken)                                                                         \
+	X(sp_sources_send)                                                                         \
 	X(sp_stepped_aside)
 
 /*
@@ -214,8 +216,9 @@
 	X(sp_writer_poke)                                                                          \
 	X(sp_futex_wake)                                                                           \
 	X(sp_stepped_aside)                                                                        \
-	X(sp_timer_sent)                                                                           \
-	X(sp_timer_taken)
+	X(sp_source_sent)                                                                          \
+	X(sp_source_taken)                                                                         \
+	X(sp_sources_send)
 
 /* format/: the CFI decoders the unwinder shares with the reader. */
 #define SP_SIGSAFE_FORMAT_LEAVES(X)                                                                \
@@ -225,10 +228,12 @@
 	X(sp_cfiread_ptr)                                                                          \
 	X(sp_cfiread_aug)
 
-/* sources/: the CPU timers' signal-safe ops (core/source.h's weight,
- * rearm, owns), reached through the source's ops table, never by name. */
+/* sources/: the sources' signal-safe ops (core/source.h's weight,
+ * rearm, owns), reached through the table of sources, never by name, and
+ * the leaves they share. A new source's ops go here. */
 #define SP_SIGSAFE_SOURCE_OPS(X)                                                                   \
 	X(sp_cpu_weight)                                                                           \
+	X(sp_cputime_rand)                                                                         \
 	X(sp_posix_rearm)                                                                          \
 	X(sp_posix_set)                                                                            \
 	X(sp_posix_owns)                                                                           \

@@ -307,8 +307,7 @@ void sp_handler_body(int sig, siginfo_t *si, void *uc)
 		struct sp_thread *n = sp_self;
 		if (n && n->tid == sp_gettid()) {
 			atomic_fetch_add_explicit(&n->drops, 1, memory_order_relaxed);
-			if (sp_timer_sent(n, sig, si))
-				sp_timer_taken(n);
+			sp_source_taken(sp_source_sent(n, sig, si), n);
 		}
 		return;
 	}
@@ -322,7 +321,11 @@ void sp_handler_body(int sig, siginfo_t *si, void *uc)
 	int cancel_state;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
 	struct sp_thread *t = sp_self;
-	bool rearm = false; /* a one-shot timer (timer.h) wants its next expiry */
+	/* whose signal it is: one no source owns (the program's own SIGPROF
+	 * sent with kill, a sample as it always was) weighs as the thread's
+	 * CPU timer's */
+	const struct sp_source *src = NULL;
+	bool rearm = false; /* a one-shot timer (source.h) wants its next expiry */
 
 	if (!t || atomic_load_explicit(&t->state, memory_order_relaxed) != SP_SLOT_LIVE) {
 		atomic_fetch_add_explicit(&sp_g.stray_signals, 1, memory_order_relaxed);
@@ -331,16 +334,22 @@ void sp_handler_body(int sig, siginfo_t *si, void *uc)
 	atomic_fetch_add_explicit(&t->signals, 1, memory_order_relaxed);
 	if (sp_cut_syscall(uc))
 		atomic_fetch_add_explicit(&t->syscalls_cut, 1, memory_order_relaxed);
+	/* A signal on its way as sampling stopped: not a sample, and no system
+	 * call (the program may be installing a seccomp filter that forbids
+	 * them: seccomp.c). A resume sets the next weight's base. */
+	if (!atomic_load_explicit(&sp_g.sampling, memory_order_relaxed))
+		goto out;
 	/* The thread's CPU clock is a system call (0.5 us in a VM); it gives
 	 * the weight. The monotonic clock (vDSO, 25 ns) stamps the sample and
 	 * times the handler. */
 	uint64_t c0 = sp_thread_cpu_ns();
 	uint64_t m0 = sp_now_ns();
-	uint64_t weight = t->timer->weight(t, si, sp_g.period_ns, c0);
+	src = sp_source_sent(t, sig, si);
+	if (!src)
+		src = t->cpu;
+	uint64_t weight = src->weight ? src->weight(t, si, c0) : 1;
 	atomic_store_explicit(&t->cpu_last, c0, memory_order_relaxed);
-	if (!atomic_load_explicit(&sp_g.sampling, memory_order_relaxed))
-		goto out;
-	rearm = t->timer->rearm != NULL;
+	rearm = src->rearm != NULL;
 	if (t->throttle) {
 		/* like a lower rate: the skipped time goes to the next sample
 		 * taken, so the thread's CPU total stays whole */
@@ -352,7 +361,7 @@ void sp_handler_body(int sig, siginfo_t *si, void *uc)
 	weight += t->throttled_weight;
 	t->throttled_weight = 0;
 
-	struct sp_event ev = {.kind = SP_EVENT_CPU, .weight = weight, .time_ns = m0};
+	struct sp_event ev = {.kind = src->kind, .weight = weight, .time_ns = m0};
 	if (!sp_capture(t, uc, &ev))
 		goto out;
 	/* A short handler ran on the CPU all along: its wall time is its CPU
@@ -376,7 +385,7 @@ void sp_handler_body(int sig, siginfo_t *si, void *uc)
 		t->throttle = over / budget > 64 ? 64 : (uint32_t)(over / budget);
 out:
 	if (rearm)
-		t->timer->rearm(t, sp_g.period_ns);
+		src->rearm(t);
 	errno = saved_errno;
 	/* before the cancel state: a cancellation pending acts in here */
 	sp_capturing = 0;

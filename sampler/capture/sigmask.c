@@ -43,12 +43,11 @@ SP_SIGSAFE static int sp_idx(int sig)
 /* those exec blocked for the new image, opened again if it fails */
 static __thread unsigned sp_exec_blocked SP_TLS;
 
-/* Whether sig is the running timer's signal now: its signals must never
+/* Whether sig is a running source's signal now: its signals must never
  * reach the program. */
 SP_SIGSAFE static bool sp_managed(int sig)
 {
-	if (!atomic_load_explicit(&sp_g.enabled, memory_order_relaxed) || !sp_g.timer ||
-	    sp_g.timer->signo != sig)
+	if (!atomic_load_explicit(&sp_g.enabled, memory_order_relaxed) || !sp_sources_send(sig))
 		return false;
 	return sig == SIGTRAP ? sp_share_active(SIGTRAP) : !sp_stepped_aside();
 }
@@ -180,7 +179,7 @@ bool sp_mask_keep_pending(int sig, siginfo_t *si, void *ucv)
 		sp_token(sig);
 		return true;
 	}
-	if (sp_timer_sent(sp_self, sig, si))
+	if (sp_source_sent(sp_self, sig, si))
 		return false;
 	if (sig == SIGTRAP && si->si_code > 0)
 		return false; /* a breakpoint or a trace trap: not a signal that waits */
@@ -360,9 +359,10 @@ static int sp_wait(const sigset_t *set, siginfo_t *info, const struct timespec *
 			if (si.si_code == SI_TKILL)
 				si.si_code = SI_USER; /* as glibc's sigtimedwait folds it */
 		}
-		bool again = sig > 0 && sp_bit(sig) && sp_timer_sent(sp_self, sig, &si);
-		if (again)
-			sp_timer_taken(sp_self);
+		const struct sp_source *src =
+		    sig > 0 && sp_bit(sig) ? sp_source_sent(sp_self, sig, &si) : NULL;
+		bool again = src != NULL;
+		sp_source_taken(src, sp_self);
 		/* woken for a process-directed sample (itimer-prof) that another
 		 * thread took first: EINTR, though no handler can have run */
 		again |= sig < 0 && errno == EINTR && no_handler;

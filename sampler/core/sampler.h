@@ -1,8 +1,8 @@
 /*
  * sampler.h - state shared by the parts of libstackprof.so.
  *
- * Life of a sample: a per-thread timer (sources/timer.c) sends SIGPROF to
- * one thread; the handler (capture/handler.c) unwinds that thread
+ * Life of a sample: a CPU timer (an event source, sources/) sends its
+ * signal to one thread; the handler (capture/handler.c) unwinds that thread
  * (capture/unwind.c) straight into the thread's ring (core/ring.c); the
  * writer thread (writer/writer.c) drains every ring, deduplicates stacks
  * and streams records to the profile (format/).
@@ -34,6 +34,8 @@
 
 #define SP_MAX_RANGE_DEPTH 64
 
+struct sp_source;
+
 /* FREE -> INIT (being set up by its thread) -> LIVE -> DEAD (drained, then FREE) */
 enum sp_slot_state { SP_SLOT_FREE = 0, SP_SLOT_INIT, SP_SLOT_LIVE, SP_SLOT_DEAD };
 
@@ -41,9 +43,9 @@ struct sp_thread {
 	_Atomic int state;
 	pid_t tid;
 	struct sp_ring ring;
-	/* the thread's timer: sp_g.timer, or posix-cputimer when the
-	 * perf-task-clock descriptor budget was spent (timer.h) */
-	const struct sp_timer_ops *timer;
+	/* the thread's CPU timer (source.h): sp_g.cpu, or posix-cputimer
+	 * when perf-task-clock's descriptor budget was spent (sources/perf.c) */
+	const struct sp_source *cpu;
 	timer_t timer_id;  /* posix-cputimer */
 	struct sp_fd perf; /* perf-task-clock: the thread's event (fds.h) */
 	uint64_t perf_id;  /* and its id (PERF_EVENT_IOC_ID) */
@@ -109,7 +111,7 @@ struct sp_state {
 	uint64_t start_mono_ns;
 	uint64_t start_real_ns;
 	uint64_t period_ns;
-	const struct sp_timer_ops *timer;
+	const struct sp_source *cpu; /* the CPU timer (source.h) */
 
 	struct sp_thread *threads;  /* cfg.max_threads slots, mmap'ed */
 	_Atomic uint32_t n_slots;   /* high-water mark of used slots */
@@ -130,7 +132,7 @@ struct sp_state {
 	_Atomic int modules_changing;
 
 	_Atomic uint64_t stray_signals;	  /* our signal on a thread we don't sample */
-	_Atomic uint32_t timer_fallbacks; /* threads given posix-cputimer (timer.h) */
+	_Atomic uint32_t timer_fallbacks; /* threads given posix-cputimer (sources/perf.c) */
 	_Atomic uint64_t setup_ns;	  /* CPU time of start-up and of each thread's attach */
 	_Atomic uint64_t aside_ns; /* a dlclose's module bookkeeping on the program's thread */
 };

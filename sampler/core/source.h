@@ -1,8 +1,19 @@
 /*
- * source.h - the interface of an event source: what starts, stops, pauses
- * and arms it, and what the signal handler asks of it. The CPU timers of
- * sources/timer.c and sources/ticker.c are sources; the handler (capture/)
- * and the life cycle (life/) see them only through this.
+ * source.h - the interface of an event source, and the table of them.
+ *
+ * A source is what makes samples: a CPU timer that signals a thread
+ * (sources/posix.c, perf.c, sigtrap.c, ticker.c, itimer.c), or a hook that
+ * captures on the calling thread (tests/sources/steps.c; allocation
+ * sampling next). Each is one file under sources/ that fills a struct
+ * sp_source and registers it from a constructor. Nothing else names it:
+ * life/ starts, pauses, forks and arms every source through the
+ * sp_sources_* calls below, and the signal handler (capture/handler.c)
+ * asks sp_source_sent() whose signal came, and that source's weight and
+ * rearm ops.
+ *
+ * The CPU timers are alternatives: one runs per process, the one
+ * STACKPROF_TIMER names (its `timer` word), or auto's pick. Every other
+ * source runs beside it, whenever its start succeeds.
  */
 #ifndef SP_SAMPLER_SOURCE_H
 #define SP_SAMPLER_SOURCE_H
@@ -15,7 +26,8 @@
 
 struct sp_thread;
 
-/* si_perf_data of our SIGTRAPs ("SPROF"): tells them from the program's. */
+/* si_perf_data of our SIGTRAPs and si_value of our queued SIGPROFs
+ * ("SPROF"): tells them from the program's. */
 #define SP_TRAP_COOKIE 0x5350524f46ul
 
 /* siginfo's si_perf_data, which glibc 2.36 does not name: the long after si_addr. */
@@ -26,102 +38,122 @@ SP_SIGSAFE static inline unsigned long sp_si_perf_data(const siginfo_t *si)
 	return v;
 }
 
-struct sp_timer_ops {
-	const char *name;
-	int signo; /* the signal it sends: SIGPROF, or SIGTRAP for perf-sigtrap */
-	/* each period is drawn at random (posix-cputimer, sampler-thread) */
-	bool randomized;
-	/* Checks that this source works here. 0 or -errno. */
-	int (*probe)(uint64_t period_ns);
-	/* Process-wide set-up once the handler is installed (and in a forked
-	 * child), and tear-down at exit, after every thread is paused. NULL
-	 * if none. 0 or -errno. */
-	int (*start)(uint64_t period_ns);
-	void (*stop)(void);
-	/* Stops and restarts a thread of stackprof's own, around calls that
-	 * want the program's threads only (interpose.c). NULL if none. */
-	void (*park)(void);
-	void (*unpark)(uint64_t period_ns);
-	/* Arms the calling thread's timer. May hand the thread to another
-	 * kind by setting t->timer (a descriptor budget spent). 0 or -errno. */
-	int (*arm)(struct sp_thread *t, uint64_t period_ns);
-	/* Pauses t's timer (any thread may call), and resumes it. */
-	void (*pause)(struct sp_thread *t);
-	void (*resume)(struct sp_thread *t, uint64_t period_ns);
-	/* Deletes the calling thread's timer. */
-	void (*disarm)(struct sp_thread *t);
-	/* Pauses and resumes every thread at once (one process-wide event or
-	 * timer), or NULL: then each thread's pause and resume. */
-	void (*pause_all)(void);
-	void (*resume_all)(uint64_t period_ns);
-	/* CPU time in ns that this signal stands for; cpu_now is the thread's
-	 * CPU time at the handler's entry. Signal-safe. */
-	uint64_t (*weight)(struct sp_thread *t, const siginfo_t *si, uint64_t period_ns,
-			   uint64_t cpu_now);
-	/* Sets the next expiry, from the handler's end, or NULL for a
-	 * periodic source. Signal-safe. */
-	void (*rearm)(struct sp_thread *t, uint64_t period_ns);
-	/* Whether si (of the source's signal, for t, which may be NULL) is
-	 * one of this source's: its code and cookie. Signal-safe. */
-	bool (*owns)(const struct sp_thread *t, const siginfo_t *si);
-};
-
-/* Whether signal sig with si was sent by the timer of thread t (the
- * calling thread's slot, or NULL): SIGTRAP with perf's code and our
- * cookie, SIGPROF from t's POSIX timer, perf's fasync, the sampler thread
- * (with our cookie) or ITIMER_PROF. Signal-safe. */
-SP_SIGSAFE bool sp_timer_sent(const struct sp_thread *t, int sig, const siginfo_t *si);
-
-/* A signal of t's timer was taken without its handler (a wait dropped
- * it): a one-shot timer is set for its next expiry. Signal-safe. */
-SP_SIGSAFE void sp_timer_taken(struct sp_thread *t);
-
 /*
- * An event source beside the CPU timer (one of the timer ops above, which
- * STACKPROF_TIMER picks): a file of its own that registers itself from a
- * constructor of priority SP_SOURCE_PRIORITY, so that it is known before
- * the sampler starts. Its samples go through the one capture path
- * (capture/handler.h: sp_capture_here, or sp_capture from a signal of its
- * own) with its event kind. Every op may be NULL; none is called from a
- * signal handler. While sampling is off (the API, the schedule, standing
- * aside) a capture is refused, so pause and resume are for a source that
- * has something to stop (a timer, a hook).
+ * Every op may be NULL. Only owns, weight and rearm run in the signal
+ * handler: they must be SP_SIGSAFE and listed in sigsafe.h
+ * (SP_SIGSAFE_SOURCE_OPS). A period is sp_g.period_ns (sampler.h).
  */
 struct sp_source {
-	const char *name;
-	uint32_t kind; /* SP_EVENT_* (format/profile.h) */
-	/* the sampler starts (and again in a fork child, after atfork_child):
-	 * 0, or -errno to be left out of this process (said once) */
+	const char *name; /* as the log, the summary and `info` say it */
+	uint32_t kind;	  /* SP_EVENT_* of its samples (format/profile.h) */
+
+	/* A CPU timer: STACKPROF_TIMER's word for it, and auto's order (the
+	 * lowest rank that works is picked; 0: never auto's pick). NULL for
+	 * a source that runs beside the CPU timer. */
+	const char *timer;
+	int auto_rank;
+	/* what it needs to run, said when the timer asked for can't */
+	const char *needs;
+	bool randomized; /* its periods are drawn at random */
+
+	/* The signal it sends to a sampled thread (SIGPROF or SIGTRAP), or 0
+	 * for a source that captures on the calling thread (capture/handler.h:
+	 * sp_capture_here). The handler is installed for it. */
+	int signo;
+
+	/* Whether it can run here. 0 or -errno. For a CPU timer, asked
+	 * before it is picked. */
+	int (*probe)(void);
+	/* The sampler starts (and again in a fork child, after atfork(2)).
+	 * 0, or -errno to be left out of this process (said once). */
 	int (*start)(void);
-	/* the profile ends: exit, exec, a seccomp filter */
+	/* The profile ends (exit, exec, a seccomp filter), after pause. */
 	void (*stop)(void);
+	/* Sampling stops and starts (the API, the schedule, standing aside,
+	 * exec): for the whole process, after and before each live thread's
+	 * pause_thread and resume_thread. A capture is refused while sampling
+	 * is off anyway: these are for a source with something to stop. */
 	void (*pause)(void);
 	void (*resume)(void);
-	/* a thread is sampled from now on / leaves (called on that thread) */
-	void (*attach)(struct sp_thread *t);
+	void (*pause_thread)(struct sp_thread *t); /* any thread may call */
+	void (*resume_thread)(struct sp_thread *t);
+	/* A thread of the source's own stops and restarts, around calls
+	 * that want the program's threads only (life/interpose.c). */
+	void (*park)(void);
+	void (*unpark)(void);
+	/* fork: 0 before it, 1 in the parent, 2 in the child (the parent's
+	 * descriptors and threads are not the child's; start follows). */
+	void (*atfork)(int phase);
+	/* A thread is sampled from now on (its slot is live) / leaves; both
+	 * run on that thread. attach may hand a thread to another CPU timer
+	 * by setting t->cpu (perf-task-clock out of descriptors). 0 or -errno. */
+	int (*attach)(struct sp_thread *t);
 	void (*detach)(struct sp_thread *t);
-	/* in a fork child, before start: the parent's state is not its own */
-	void (*atfork_child)(void);
-	/* the program called stackprof_step(): its number */
+	/* The program called stackprof_step(): its number. */
 	void (*step)(long step);
+
+	/* Signal side. Whether si, of signo, was sent by this source for t
+	 * (t may be NULL): its code and cookie. */
+	bool (*owns)(const struct sp_thread *t, const siginfo_t *si);
+	/* What the sample stands for (CPU ns for a CPU timer); cpu_now is the
+	 * thread's CPU time at the handler's entry. NULL: 1. */
+	uint64_t (*weight)(struct sp_thread *t, const siginfo_t *si, uint64_t cpu_now);
+	/* Sets a one-shot timer's next expiry, as the handler ends or when
+	 * its signal was taken without the handler (a wait dropped it). */
+	void (*rearm)(struct sp_thread *t);
 };
 
 #define SP_SOURCE_PRIORITY 101
-#define SP_MAX_SOURCES	   8
+#define SP_MAX_SOURCES	   16
 
-/* Adds s (which lives as long as the library) to the sources; false when
- * SP_MAX_SOURCES are already there. */
+/* Adds s (which lives as long as the library) to the table; false when
+ * SP_MAX_SOURCES are already there. Call from a constructor of priority
+ * SP_SOURCE_PRIORITY, so that it is there before the sampler starts. */
 bool sp_source_register(const struct sp_source *s);
 
-/* life/ tells every started source (each call its op, in order of
- * registration). */
+/*
+ * The CPU timer for STACKPROF_TIMER's word: that timer if its probe
+ * passes, else the next of auto's order after it, saying why; "auto"
+ * tries auto's order from the start. An unknown word is said and taken
+ * as auto. NULL if no CPU timer is registered or none can run.
+ */
+const struct sp_source *sp_source_choose_cpu(const char *word);
+
+/* The CPU timers' words, for a message: "posix, trap, ...". */
+const char *sp_source_cpu_words(void);
+
+/* Signals (a bit per number) that the chosen CPU timer and the other
+ * sources send: the handler is installed for each. */
+uint64_t sp_sources_signals(void);
+
+/* life/ tells every started source, in the order of registration; the
+ * CPU timer is sp_g.cpu, and per-thread calls go to t->cpu. */
 void sp_sources_start(void);
 void sp_sources_stop(void);
 void sp_sources_pause(void);
 void sp_sources_resume(void);
-void sp_sources_attach(struct sp_thread *t);
+void sp_sources_park(void);
+void sp_sources_unpark(void);
+void sp_sources_atfork(int phase);
+/* Arms t for every started source and opens their signals on it (the
+ * calling thread). The CPU timer's error, or 0; others' are said. */
+int sp_sources_attach(struct sp_thread *t);
 void sp_sources_detach(struct sp_thread *t);
-void sp_sources_atfork_child(void);
 void sp_sources_step(long step);
+
+/* Fills set with the signals of the started sources. */
+void sp_sources_sigset(sigset_t *set);
+
+/* Whether a started source sends sig now. Signal-safe. */
+SP_SIGSAFE bool sp_sources_send(int sig);
+
+/* The source whose signal sig (with si) is, on thread t (the calling
+ * thread's slot, or NULL), or NULL: the program's own. Signal-safe. */
+SP_SIGSAFE const struct sp_source *sp_source_sent(const struct sp_thread *t, int sig,
+						  const siginfo_t *si);
+
+/* A signal of source s for t was taken without the handler (a wait dropped
+ * it): a one-shot timer is set for its next expiry. Signal-safe. */
+SP_SIGSAFE void sp_source_taken(const struct sp_source *s, struct sp_thread *t);
 
 #endif

@@ -13,7 +13,6 @@
 #include "sampler/life/signals.h"
 #include "sampler/life/stackprof.h"
 #include "sampler/base/sys.h"
-#include "sampler/sources/timer.h"
 #include "sampler/capture/unwind.h"
 #include "sampler/writer/writer.h"
 
@@ -56,13 +55,10 @@ static void sp_sampling_update(void)
 	if (was == on || !atomic_load(&sp_g.enabled) || atomic_load(&sp_g.stopping) ||
 	    sp_stepped_aside())
 		return;
-	if (on) {
-		sp_timers_resume_all();
+	if (on)
 		sp_sources_resume();
-	} else {
-		sp_timers_pause_all();
+	else
 		sp_sources_pause();
-	}
 }
 
 void sp_api_atfork(int phase)
@@ -137,8 +133,7 @@ static __attribute__((noinline)) uint32_t sp_anchor_walk(ucontext_t *uc)
 	if (!t)
 		return 0;
 	sigset_t set, old;
-	sigemptyset(&set);
-	sigaddset(&set, sp_g.timer->signo);
+	sp_sources_sigset(&set);
 	pthread_sigmask(SIG_BLOCK, &set, &old);
 	uint32_t flags = 0;
 	long depth = sp_capture_walk(t, uc, pcs, NULL, SP_ANCHOR_MAX_DEPTH, &flags, false);
@@ -153,7 +148,7 @@ static __attribute__((noinline)) uint32_t sp_anchor_walk(ucontext_t *uc)
 static uint32_t sp_native_anchor(void)
 {
 	ucontext_t uc;
-	if (!sp_g.timer || getcontext(&uc) != 0)
+	if (!sp_g.cpu || getcontext(&uc) != 0)
 		return 0;
 	return sp_anchor_walk(&uc);
 }

@@ -14,8 +14,6 @@
 #include "sampler/base/sys.h"
 #include "sampler/life/thread.h"
 #include "sampler/core/ownthreads.h"
-#include "sampler/sources/ticker.h"
-#include "sampler/sources/timer.h"
 #include "sampler/capture/unwcheck.h"
 #include "sampler/writer/writer.h"
 
@@ -51,7 +49,7 @@ static void sp_fork_prepare(void)
 	sp_python_atfork(0);
 	sp_modules_atfork(0);
 	sp_api_atfork(0);
-	sp_ticker_atfork(0);
+	sp_sources_atfork(0);
 	sp_fds_atfork(0);
 	sp_share_atfork(0);
 }
@@ -60,7 +58,7 @@ static void sp_fork_parent(void)
 {
 	sp_share_atfork(1);
 	sp_fds_atfork(1);
-	sp_ticker_atfork(1);
+	sp_sources_atfork(1);
 	sp_api_atfork(1);
 	sp_modules_atfork(1);
 	sp_python_atfork(1);
@@ -73,7 +71,7 @@ static void sp_fork_child(void)
 {
 	sp_share_atfork(2);
 	sp_fds_atfork(2);
-	sp_ticker_atfork(2);
+	sp_sources_atfork(2);
 	sp_api_atfork(2);
 	sp_modules_atfork(2);
 	sp_python_atfork(2);
@@ -103,9 +101,6 @@ static void sp_fork_child(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	sp_g.start_real_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	/* the descriptors of the parent's events came along: let go of them */
-	sp_timer_atfork_child();
-	sp_sources_atfork_child();
 	char py_name[sizeof(self->py_name)] = "";
 	if (self) {
 		memcpy(py_name, self->py_name, sizeof(py_name)); /* the child keeps its name */
@@ -125,8 +120,6 @@ static void sp_fork_child(void)
 		atomic_store(&sp_g.enabled, false);
 		return;
 	}
-	if (sp_g.timer->start)
-		sp_g.timer->start(sp_g.period_ns);
 	sp_sources_start();
 	atomic_fetch_add(&sp_g.setup_ns, sp_own_cpu_since(c0, 0)); /* before its slot */
 	sp_thread_attach(py_name[0] ? py_name : NULL);

@@ -16,7 +16,7 @@
 #include "sampler/capture/sigshare.h"
 #include "sampler/base/sys.h"
 #include "sampler/life/thread.h"
-#include "sampler/sources/timer.h"
+#include "sampler/core/source.h"
 #include "sampler/writer/writer.h"
 
 #include <dlfcn.h>
@@ -52,16 +52,15 @@ static void sp_before_exec(void)
 	sp_mask_before_exec(); /* in a vfork child too: the mask is its own */
 	if (!sp_exec_hooks())
 		return;
-	sp_timers_pause_all();
-	int signo = sp_g.timer->signo;
+	sp_sources_pause();
 	sigset_t set, old;
-	sigemptyset(&set);
-	sigaddset(&set, signo);
+	sp_sources_sigset(&set);
 	pthread_sigmask(SIG_BLOCK, &set, &old);
 	struct timespec zero = {0, 0};
 	siginfo_t si;
 	bool theirs = false;
-	while (sigtimedwait(&set, &si, &zero) == signo)
+	int signo;
+	while ((signo = sigtimedwait(&set, &si, &zero)) > 0)
 		theirs |= signo == SIGTRAP && !sp_trap_is_ours(&si);
 	if (theirs)
 		syscall(SYS_tgkill, getpid(), sp_gettid(), SIGTRAP);
@@ -77,7 +76,7 @@ static void sp_after_failed_exec(void)
 		return;
 	sp_share_after_failed_exec();
 	if (!atomic_load(&sp_g.stopping) && atomic_load(&sp_g.sampling) && !sp_stepped_aside())
-		sp_timers_resume_all();
+		sp_sources_resume();
 }
 
 SP_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
@@ -271,8 +270,7 @@ static bool sp_park(void)
 	}
 	atomic_store(&sp_park_owner, me);
 	if (sp_parked++ == 0) {
-		if (sp_g.timer->park)
-			sp_g.timer->park();
+		sp_sources_park();
 		sp_writer_park();
 	}
 	atomic_store(&sp_park_owner, 0);
@@ -286,8 +284,7 @@ static void sp_unpark(void)
 	atomic_store(&sp_park_owner, sp_gettid());
 	if (--sp_parked == 0 && !atomic_load(&sp_g.stopping)) {
 		sp_writer_unpark();
-		if (sp_g.timer->unpark)
-			sp_g.timer->unpark(sp_g.period_ns);
+		sp_sources_unpark();
 	}
 	atomic_store(&sp_park_owner, 0);
 	pthread_mutex_unlock(&sp_park_lock);

@@ -20,7 +20,6 @@
 #include "sampler/life/termsig.h"
 #include "sampler/life/thread.h"
 #include "sampler/core/ownthreads.h"
-#include "sampler/sources/timer.h"
 #include "sampler/capture/unwcheck.h"
 #include "sampler/capture/unwind.h"
 #include "sampler/writer/writer.h"
@@ -81,7 +80,11 @@ __attribute__((constructor)) static void sp_init(void)
 		sp_log("libunwind.so.8 could not be loaded (%s): stacks end at the first frame "
 		       "stackprof's own unwinder can't step (signal handlers, PLT stubs)",
 		       strerror(-err));
-	sp_g.timer = sp_timer_choose(sp_g.cfg.timer, sp_g.cfg.freq_hz);
+	sp_g.cpu = sp_source_choose_cpu(sp_g.cfg.timer);
+	if (!sp_g.cpu) {
+		sp_log("no CPU timer can run here; not profiling");
+		return;
+	}
 	sp_api_init();
 	err = sp_handler_install();
 	if (err) {
@@ -94,9 +97,6 @@ __attribute__((constructor)) static void sp_init(void)
 		return;
 	}
 	sp_term_install();
-	if (sp_g.timer->start && (err = sp_g.timer->start(sp_g.period_ns)) < 0)
-		sp_log("cannot start the %s timer: %s; no samples will be taken", sp_g.timer->name,
-		       strerror(-err));
 	sp_sources_start();
 	atomic_fetch_add(&sp_g.setup_ns, sp_thread_cpu_ns() - c0);
 	sp_thread_attach(NULL); /* counts its own */
@@ -106,7 +106,7 @@ __attribute__((constructor)) static void sp_init(void)
 	sp_python_init();
 	atomic_fetch_add(&sp_g.setup_ns, sp_own_cpu_since(c0, h0));
 	if (sp_g.cfg.verbose)
-		sp_log("profiling to %s with %s at %u Hz", sp_g.path, sp_g.timer->name,
+		sp_log("profiling to %s with %s at %u Hz", sp_g.path, sp_g.cpu->name,
 		       sp_g.cfg.freq_hz);
 }
 
@@ -124,9 +124,10 @@ void sp_finish(int sig)
 	if (!atomic_load(&sp_g.enabled) || me != sp_g.pid)
 		return;
 	sp_park_stop();
-	sp_timers_pause_all();
-	if (sp_g.timer->stop)
-		sp_g.timer->stop();
+	/* no sample from here on: a handler on its way sees it before any
+	 * system call, and a one-shot timer is not set again (posix.c) */
+	atomic_store(&sp_g.sampling, false);
+	sp_sources_pause();
 	sp_sources_stop();
 	sp_unwcheck_report();
 	sp_writer_stop(true, sig);

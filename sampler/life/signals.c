@@ -13,7 +13,7 @@
 #include "sampler/capture/sigshare.h"
 #include "sampler/base/sys.h"
 #include "sampler/life/termsig.h"
-#include "sampler/sources/timer.h"
+#include "sampler/core/source.h"
 #include "sampler/writer/writer.h"
 
 #include <errno.h>
@@ -29,10 +29,11 @@ static bool sp_is_ours(const struct sigaction *act)
 	return (act->sa_flags & SA_SIGINFO) && act->sa_sigaction == sp_handler;
 }
 
-/* SIGPROF is ours only while a SIGPROF timer runs; SIGTRAP is shared (sigshare.c). */
+/* SIGPROF is ours only while a source that sends it runs; SIGTRAP is
+ * shared (sigshare.c). */
 static bool sp_prof_is_ours(void)
 {
-	return atomic_load(&sp_g.enabled) && sp_g.timer && sp_g.timer->signo == SIGPROF &&
+	return atomic_load(&sp_g.enabled) && (sp_sources_signals() & (1ull << SIGPROF)) &&
 	       !atomic_load(&sp_g.stopping);
 }
 
@@ -74,7 +75,7 @@ static void sp_step_aside(void)
 	if (sp_aside_set(true))
 		return;
 	atomic_store(&sp_g.sampling, false);
-	sp_timers_pause_all();
+	sp_sources_pause();
 	sp_take_pending(SIGPROF);
 	sp_log("the program takes SIGPROF; stackprof steps aside and stops sampling until it "
 	       "gives SIGPROF back");
@@ -142,8 +143,12 @@ SP_EXPORT sighandler_t signal(int sig, sighandler_t handler)
 int sp_handler_install(void)
 {
 	sigset_t mask = sp_handler_mask();
-	if (sp_g.timer->signo == SIGTRAP)
-		return sp_share_install(SIGTRAP, sp_handler, &mask);
+	uint64_t sigs = sp_sources_signals();
+	if (sigs & (1ull << SIGTRAP)) {
+		int err = sp_share_install(SIGTRAP, sp_handler, &mask);
+		if (err || !(sigs & (1ull << SIGPROF)))
+			return err;
+	}
 	struct sigaction old;
 	if (SP_REAL(sigaction)(SIGPROF, NULL, &old) == 0 && old.sa_handler != SIG_DFL &&
 	    old.sa_handler != SIG_IGN)

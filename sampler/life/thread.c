@@ -8,7 +8,6 @@
 #include "sampler/capture/sigmask.h"
 #include "sampler/capture/sigstack.h"
 #include "sampler/base/sys.h"
-#include "sampler/sources/timer.h"
 #include "sampler/capture/unwind.h"
 
 #include <dlfcn.h>
@@ -363,7 +362,7 @@ int sp_thread_attach(const char *py_name)
 	 * live: under perf-sigtrap the thread inherited the event when it was
 	 * created, and its first signal can come at any instruction from here
 	 * on (t0019 caught one between these lines with 700 threads at 1 kHz). */
-	t->timer = sp_g.timer;
+	t->cpu = sp_g.cpu;
 	/* the first sample weighs the CPU time from here, not one period */
 	atomic_store(&t->cpu_last, sp_thread_cpu_ns());
 	sp_self = t;
@@ -377,17 +376,7 @@ int sp_thread_attach(const char *py_name)
 	 * and the signal itself is opened, so the thread is sampled and the
 	 * program never sees one of its signals. */
 	sp_mask_adopt();
-	err = t->timer->arm(t, sp_g.period_ns);
-	sigset_t prof;
-	sigemptyset(&prof);
-	sigaddset(&prof, t->timer->signo); /* arm may have handed the thread to another kind */
-	pthread_sigmask(SIG_UNBLOCK, &prof, NULL);
-	if (err)
-		sp_log("cannot arm the %s timer for thread %d: %s", t->timer->name, t->tid,
-		       strerror(-err));
-	else if (!atomic_load(&sp_g.sampling) && !t->timer->pause_all)
-		t->timer->pause(t); /* stopped (API, schedule): costs nothing until started */
-	sp_sources_attach(t);
+	err = sp_sources_attach(t);
 	atomic_fetch_add(&sp_g.setup_ns, sp_own_cpu_since(c0, 0)); /* no slot at c0 */
 	return err;
 }
@@ -419,10 +408,8 @@ void sp_thread_detach(void)
 		return;
 	}
 	sigset_t set, old;
-	sigemptyset(&set);
-	sigaddset(&set, t->timer->signo);
+	sp_sources_sigset(&set);
 	pthread_sigmask(SIG_BLOCK, &set, &old);
-	t->timer->disarm(t);
 	sp_sources_detach(t);
 	sp_sigstack_detach(t);
 	prctl(PR_GET_NAME, t->name_at_exit, 0, 0, 0);

@@ -1,8 +1,38 @@
-#include "sampler/sources/ticker.h"
+/*
+ * ticker.c - sampler-thread, a CPU timer (STACKPROF_TIMER=thread): one thread
+ * of ours wakes at the sampling rate, reads the CPU clock of every sampled
+ * thread, and sends SIGPROF (tgkill) to each that is running at that moment.
+ *
+ * Why another timer: POSIX CPU timers fire from the kernel tick (250 Hz
+ * here), and perf_event's task clock needs perf_event_paranoid <= 2, which
+ * stock Debian kernels (3) and Docker's default seccomp profile refuse. The
+ * ticker needs neither, so rates above the tick work in any container. In
+ * a VM it is also cheaper for the sampled thread: the wake-up's timer
+ * interrupt lands on the ticker's CPU, and the sampled thread takes only
+ * the signal's inter-processor interrupt (docs/BENCHMARKS.md).
+ *
+ * Why it is not the default: that interrupt takes ~20 us to arrive in this
+ * VM, and a system call the thread makes meanwhile delivers the signal
+ * first, so samples slide to system call sites (docs/SAMPLER.md has the
+ * measured bias). Timers on the sampled thread's own CPU have no such lag.
+ *
+ * Its costs are its own: a wake-up per period, and one or two clock reads
+ * (system calls) per sampled thread each wake-up. The wake-ups are
+ * jittered by +-50% of the period, so a program thread that wakes on a
+ * timer of the same period is not always missed or always hit.
+ *
+ * A thread is signalled only when a second read of its clock shows it is
+ * on a CPU, or when it was busy and /proc says it is runnable (the ticker
+ * itself took its CPU): a thread asleep in a system call is left alone, as
+ * a CPU-time timer would leave it. None of this is signal-safe; the handler
+ * only reads the thread's own CPU clock for the weight.
+ */
 #include "sampler/core/sampler.h"
 #include "sampler/base/sys.h"
 #include "sampler/core/ownthreads.h"
-#include "sampler/sources/timer.h"
+#include "sampler/core/source.h"
+#include "format/profile.h"
+#include "sampler/sources/cputime.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -56,7 +86,7 @@ static bool sp_runnable(pid_t tid)
 }
 
 /* SIGPROF to thread tid, with our cookie: a sigwait that takes it can
- * tell it from the program's own (sigmask.h, sp_timer_sent) */
+ * tell it from the program's own (sigmask.h, sp_source_sent) */
 static void sp_tick_send(pid_t pid, pid_t tid)
 {
 	siginfo_t si;
@@ -150,8 +180,9 @@ static void *sp_ticker_main(void *arg)
 	return NULL;
 }
 
-int sp_ticker_start(uint64_t period_ns)
+static int sp_ticker_start(void)
 {
+	uint64_t period_ns = sp_g.period_ns;
 	pthread_once(&sp_tick_once, sp_tick_cond_init);
 	pthread_mutex_lock(&sp_tick_lock);
 	sp_tick_period = period_ns ? period_ns : 1;
@@ -168,7 +199,7 @@ int sp_ticker_start(uint64_t period_ns)
 	return 0;
 }
 
-void sp_ticker_stop(void)
+static void sp_ticker_stop(void)
 {
 	if (!sp_tick_running)
 		return;
@@ -199,7 +230,7 @@ static void sp_tick_off(struct sp_thread *t)
 	sp_tick_armed--;
 }
 
-int sp_ticker_arm(struct sp_thread *t)
+static int sp_ticker_arm(struct sp_thread *t)
 {
 	pthread_once(&sp_tick_once, sp_tick_cond_init);
 	pthread_mutex_lock(&sp_tick_lock);
@@ -209,29 +240,29 @@ int sp_ticker_arm(struct sp_thread *t)
 	return 0;
 }
 
-void sp_ticker_pause(struct sp_thread *t)
+static void sp_ticker_pause(struct sp_thread *t)
 {
 	pthread_mutex_lock(&sp_tick_lock);
 	sp_tick_off(t);
 	pthread_mutex_unlock(&sp_tick_lock);
 }
 
-void sp_ticker_resume(struct sp_thread *t)
+static void sp_ticker_resume(struct sp_thread *t)
 {
-	sp_timer_resume_base(t);
+	sp_cputime_resume_base(t);
 	pthread_mutex_lock(&sp_tick_lock);
 	if (t->armed)
 		sp_tick_on(t);
 	pthread_mutex_unlock(&sp_tick_lock);
 }
 
-void sp_ticker_disarm(struct sp_thread *t)
+static void sp_ticker_disarm(struct sp_thread *t)
 {
 	sp_ticker_pause(t);
 	t->armed = false;
 }
 
-void sp_ticker_atfork(int phase)
+static void sp_ticker_atfork(int phase)
 {
 	if (phase == 0) {
 		pthread_mutex_lock(&sp_tick_lock);
@@ -249,4 +280,50 @@ void sp_ticker_atfork(int phase)
 	uint32_t n = atomic_load(&sp_g.n_slots);
 	for (uint32_t i = 0; i < n; i++)
 		sp_g.threads[i].tick_on = false;
+}
+
+static void sp_ticker_unpark(void)
+{
+	int err = sp_ticker_start();
+	if (err)
+		sp_log("cannot restart the sampler thread: %s; no samples will be taken",
+		       strerror(-err));
+}
+
+/* the sampler thread's sigqueue, with the cookie. Signal-safe. */
+SP_SIGSAFE static bool sp_ticker_owns(const struct sp_thread *t, const siginfo_t *si)
+{
+	(void)t;
+	return si->si_code == SI_QUEUE && si->si_pid == sp_g.pid &&
+	       si->si_value.sival_ptr == (void *)SP_TRAP_COOKIE;
+}
+
+/* The weight is the CPU time since the last handler, as with perf events:
+ * a thread that was asleep at a wake-up is signalled at a later one. Its
+ * wake-ups are jittered, so it is counted as randomized. Never auto's
+ * pick: where an interrupt between processors is slow (a VM: ~20 us), its
+ * samples slide to the sampled thread's next system call
+ * (docs/SAMPLER.md). */
+static const struct sp_source sp_ticker_source = {
+    .name = "sampler-thread",
+    .kind = SP_EVENT_CPU,
+    .timer = "thread",
+    .randomized = true,
+    .signo = SIGPROF,
+    .start = sp_ticker_start,
+    .stop = sp_ticker_stop,
+    .park = sp_ticker_stop,
+    .unpark = sp_ticker_unpark,
+    .atfork = sp_ticker_atfork,
+    .attach = sp_ticker_arm,
+    .detach = sp_ticker_disarm,
+    .pause_thread = sp_ticker_pause,
+    .resume_thread = sp_ticker_resume,
+    .owns = sp_ticker_owns,
+    .weight = sp_cpu_weight,
+};
+
+__attribute__((constructor(SP_SOURCE_PRIORITY))) static void sp_ticker_register(void)
+{
+	sp_source_register(&sp_ticker_source);
 }

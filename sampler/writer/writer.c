@@ -672,11 +672,11 @@ static void sp_write_stats(struct sp_wstate *s, uint32_t flags)
 	st.samples = s->samples;
 	st.weight_ns = s->weight_ns;
 	st.drops += s->lost;
-	st.timer = (char *)sp_g.timer->name;
+	st.timer = (char *)sp_g.cpu->name;
 	st.unwind_checked = sp_g.cfg.unwind == SP_UNWIND_CHECK;
 	st.timer_fallbacks = atomic_load(&sp_g.timer_fallbacks);
 	st.aside = sp_aside_count();
-	st.randomized = sp_g.timer->randomized;
+	st.randomized = sp_g.cpu->randomized;
 	st.py_faults = sp_safe_faults();
 	st.py_bad_tstates = atomic_load(&sp_py.bad_tstates);
 	st.writer_ns = s->cpu_done_ns + atomic_load(&sp_g.aside_ns);
@@ -1219,7 +1219,7 @@ int sp_writer_start(void)
 	    .start_mono_ns = sp_g.start_mono_ns,
 	    .freq_hz = sp_g.cfg.freq_hz,
 	    .max_depth = sp_g.cfg.max_depth,
-	    .timer = (char *)sp_g.timer->name,
+	    .timer = (char *)sp_g.cpu->name,
 	    .cmdline = cmdline,
 	    .exe = exe,
 	    .hostname = host,

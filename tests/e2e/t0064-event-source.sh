@@ -12,6 +12,11 @@
 #   - steps back to back at 4 kHz: CPU signals land inside a step's
 #     capture; they are dropped and counted, and every step is captured,
 #     the profile whole.
+# And a source with a signal of its own (tests/sources/ticks.c, in
+# libstackprof-ticks.so): it queues SIGPROF with its cookie at each step,
+# and the handler must hand exactly those 40 signals to it, beside
+# perf-sigtrap (SIGTRAP) and beside posix-cputimer, whose signal is
+# SIGPROF too: none taken for a CPU sample, no CPU signal taken for it.
 . "$(dirname "$0")/lib.sh"
 LIB="$BUILD/libstackprof-steps.so"
 [ -f "$LIB" ] || fail "$LIB is not built"
@@ -60,4 +65,25 @@ drops=$(awk '/^drops:/ { print $2 }' busy.info)
 say "CPU samples dropped inside a step's capture: ${drops:-0}"
 check "the user stacks read whole" \
 	bash -c "'$SP' collapse --frame func --event user busy.prof | awk '{ n += \$NF } END { exit !(n == 20000) }'"
+
+TLIB="$BUILD/libstackprof-ticks.so"
+[ -f "$TLIB" ] || fail "$TLIB is not built"
+for timer in trap posix; do
+	STACKPROF_LIB="$TLIB" "$SP" run --no-summary --timer "$timer" -o "t-$timer.prof" -- \
+		"$BIN/steps" 40 >"t-$timer.out" 2>&1
+	check "ticks beside $timer: the program ran as it does alone" \
+		bash -c "[ $? -eq 0 ] && grep -q '^steps: 40 (the API counted 40)$' t-$timer.out"
+	"$SP" info "t-$timer.prof" >"t-$timer.info"
+	sed -n '/^timer:/p;/^events:/,/^drops:/p' "t-$timer.info"
+	case $timer in trap) name=perf-sigtrap ;; posix) name=posix-cputimer ;; esac
+	check "... with the $name timer" grep -q "^timer: *$name" "t-$timer.info"
+	check "... every one of its 40 signals came to it: user 40 samples (40 count)" \
+		grep -qE '^ +user 40 samples \(40 count\)' "t-$timer.info"
+	n=$(awk '/^events:/ { print $3 }' "t-$timer.info")
+	check "... and the CPU timer's came to the CPU timer ($n of ~80)" [ "${n:-0}" -ge 40 ]
+	"$SP" collapse --frame func --event user "t-$timer.prof" >"t-$timer.folded"
+	check "... each taken at the step: under main;end_step" \
+		awk '{ if ($0 !~ /;main;end_step;/) bad = 1; n += $NF } END { exit bad || n != 40 }' \
+		"t-$timer.folded"
+done
 finish
