@@ -32,7 +32,7 @@
  * - As a last line for programs that close by raw system call, the writer
  *   checks its file's identity before each flush (writer.c), and a perf
  *   event's descriptor is checked by its event id before stackprof
- *   disables or closes it (timer.c).
+ *   disables or closes it (sources/perfevent.c).
  *
  * Not signal-safe, but for sp_fd_hold/sp_fd_drop, which are.
  */

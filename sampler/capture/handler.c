@@ -348,9 +348,14 @@ void sp_handler_body(int sig, siginfo_t *si, void *uc)
 	if (!src)
 		src = t->cpu;
 	uint64_t weight = src->weight ? src->weight(t, si, c0) : 1;
-	atomic_store_explicit(&t->cpu_last, c0, memory_order_relaxed);
+	/* The thread's CPU accounting (the next CPU sample's weight, the
+	 * throttle) is the CPU timer's: another source's signal leaves it be,
+	 * but for its handler's own time, which is in no sample's weight. */
+	bool cpu = src->timer != NULL;
+	if (cpu)
+		atomic_store_explicit(&t->cpu_last, c0, memory_order_relaxed);
 	rearm = src->rearm != NULL;
-	if (t->throttle) {
+	if (cpu && t->throttle) {
 		/* like a lower rate: the skipped time goes to the next sample
 		 * taken, so the thread's CPU total stays whole */
 		t->throttle--;
@@ -358,8 +363,10 @@ void sp_handler_body(int sig, siginfo_t *si, void *uc)
 		atomic_fetch_add_explicit(&t->throttled, 1, memory_order_relaxed);
 		goto out;
 	}
-	weight += t->throttled_weight;
-	t->throttled_weight = 0;
+	if (cpu) {
+		weight += t->throttled_weight;
+		t->throttled_weight = 0;
+	}
 
 	struct sp_event ev = {.kind = src->kind, .weight = weight, .time_ns = m0};
 	if (!sp_capture(t, uc, &ev))
@@ -371,6 +378,11 @@ void sp_handler_body(int sig, siginfo_t *si, void *uc)
 	if (cost > SP_HANDLER_WALL_NS)
 		cost = sp_thread_cpu_ns() - c0;
 	atomic_fetch_add_explicit(&t->handler_ns, cost, memory_order_relaxed);
+	if (!cpu) {
+		if (atomic_load_explicit(&t->cpu_last, memory_order_relaxed))
+			atomic_fetch_add_explicit(&t->cpu_last, cost, memory_order_relaxed);
+		goto out;
+	}
 	atomic_store_explicit(&t->cpu_last, c0 + cost, memory_order_relaxed);
 	/* Handlers that take more than an eighth of the period (deep stacks
 	 * at a high rate) would leave the program little time between samples:

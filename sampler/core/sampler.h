@@ -107,6 +107,7 @@ struct sp_state {
 	_Atomic bool enabled;  /* the sampler is set up and timers may run */
 	_Atomic bool sampling; /* samples are kept (start/stop, schedule) */
 	_Atomic bool stopping; /* shutdown under way: no new timers */
+	_Atomic bool ended;    /* sp_finish began: sampling stays off for good */
 	pid_t pid;
 	uint64_t start_mono_ns;
 	uint64_t start_real_ns;

@@ -6,6 +6,7 @@
 #include "sampler/core/sampler.h"
 #include "sampler/base/sys.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,6 +18,8 @@ static unsigned sp_n_table;
 static const struct sp_source *sp_run[SP_MAX_SOURCES];
 static _Atomic unsigned sp_n_run;
 static _Atomic uint64_t sp_run_signals;
+/* signals the program holds, which sources beside the CPU timer can't have */
+static uint64_t sp_refused;
 
 bool sp_source_register(const struct sp_source *s)
 {
@@ -87,13 +90,18 @@ const struct sp_source *sp_source_choose_cpu(const char *word)
 
 /* ---- every source at once ---------------------------------------------- */
 
+void sp_sources_refuse(int sig)
+{
+	sp_refused |= 1ull << sig;
+}
+
 uint64_t sp_sources_signals(void)
 {
 	uint64_t bits = sp_g.cpu && sp_g.cpu->signo ? 1ull << sp_g.cpu->signo : 0;
 	for (unsigned i = 0; i < sp_n_table; i++)
 		if (!sp_table[i]->timer && sp_table[i]->signo)
 			bits |= 1ull << sp_table[i]->signo;
-	return bits;
+	return bits & ~sp_refused;
 }
 
 void sp_sources_start(void)
@@ -105,7 +113,9 @@ void sp_sources_start(void)
 		const struct sp_source *s = sp_table[i];
 		if (s->timer && s != sp_g.cpu)
 			continue;
-		int err = s->start ? s->start() : 0;
+		int err = !s->timer && s->signo && (sp_refused & (1ull << s->signo)) ? -EBUSY
+			  : s->start						     ? s->start()
+										     : 0;
 		if (err) {
 			sp_log("event source %s can't start here (%s); its samples are left out",
 			       s->name, strerror(-err));
@@ -243,7 +253,8 @@ void sp_sources_detach(struct sp_thread *t)
 
 void sp_sources_step(long step)
 {
-	SP_EACH(step, step);
+	if (atomic_load(&sp_g.enabled) && !atomic_load(&sp_g.ended))
+		SP_EACH(step, step);
 }
 
 /* ---- the handler's questions ------------------------------------------- */

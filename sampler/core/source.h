@@ -41,7 +41,8 @@ SP_SIGSAFE static inline unsigned long sp_si_perf_data(const siginfo_t *si)
 /*
  * Every op may be NULL. Only owns, weight and rearm run in the signal
  * handler: they must be SP_SIGSAFE and listed in sigsafe.h
- * (SP_SIGSAFE_SOURCE_OPS). A period is sp_g.period_ns (sampler.h).
+ * (SP_SIGSAFE_INDIRECT, where unit/sigsafe checks them, and
+ * SP_SIGSAFE_SOURCE_OPS). A period is sp_g.period_ns (sampler.h).
  */
 struct sp_source {
 	const char *name; /* as the log, the summary and `info` say it */
@@ -125,6 +126,10 @@ const char *sp_source_cpu_words(void);
 /* Signals (a bit per number) that the chosen CPU timer and the other
  * sources send: the handler is installed for each. */
 uint64_t sp_sources_signals(void);
+
+/* The program handles sig already: a source beside the CPU timer that
+ * sends it is left out (said as it would start). */
+void sp_sources_refuse(int sig);
 
 /* life/ tells every started source, in the order of registration; the
  * CPU timer is sp_g.cpu, and per-thread calls go to t->cpu. */

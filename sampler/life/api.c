@@ -50,7 +50,8 @@ static bool sp_sched_active(const struct sp_schedule *s, long step)
  */
 static void sp_sampling_update(void)
 {
-	bool on = sp_user_on && sp_sched_active(&sp_sched, sp_step_no) && !sp_stepped_aside();
+	bool on = sp_user_on && sp_sched_active(&sp_sched, sp_step_no) && !sp_stepped_aside() &&
+		  !atomic_load(&sp_g.ended);
 	bool was = atomic_exchange(&sp_g.sampling, on);
 	if (was == on || !atomic_load(&sp_g.enabled) || atomic_load(&sp_g.stopping) ||
 	    sp_stepped_aside())

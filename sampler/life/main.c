@@ -124,8 +124,10 @@ void sp_finish(int sig)
 	if (!atomic_load(&sp_g.enabled) || me != sp_g.pid)
 		return;
 	sp_park_stop();
-	/* no sample from here on: a handler on its way sees it before any
-	 * system call, and a one-shot timer is not set again (posix.c) */
+	/* no sample from here on, and no start (api.c): a handler on its way
+	 * sees it before any system call, and a one-shot timer is not set
+	 * again (posix.c) */
+	atomic_store(&sp_g.ended, true);
 	atomic_store(&sp_g.sampling, false);
 	sp_sources_pause();
 	sp_sources_stop();

@@ -14,8 +14,8 @@
  * more is sampled in this process; then the call is made. A filter with
  * SECCOMP_FILTER_FLAG_TSYNC would apply to stackprof's threads too: none is
  * left. A forked child that installs one finishes only its own profile.
- * An image exec'ed under a filter is profiled from its start (timer.c
- * tries perf_event_open in a throwaway child first): this stops only what
+ * An image exec'ed under a filter is profiled from its start
+ * (sources/perfevent.c tries perf_event_open in a throwaway child first): this stops only what
  * runs when the filter comes.
  */
 #define SP_SECCOMP_C

@@ -144,6 +144,7 @@ int sp_handler_install(void)
 {
 	sigset_t mask = sp_handler_mask();
 	uint64_t sigs = sp_sources_signals();
+	bool cpu_prof = sp_g.cpu->signo == SIGPROF;
 	if (sigs & (1ull << SIGTRAP)) {
 		int err = sp_share_install(SIGTRAP, sp_handler, &mask);
 		if (err || !(sigs & (1ull << SIGPROF)))
@@ -151,8 +152,14 @@ int sp_handler_install(void)
 	}
 	struct sigaction old;
 	if (SP_REAL(sigaction)(SIGPROF, NULL, &old) == 0 && old.sa_handler != SIG_DFL &&
-	    old.sa_handler != SIG_IGN)
-		return -EBUSY;
+	    old.sa_handler != SIG_IGN) {
+		if (cpu_prof)
+			return -EBUSY;
+		/* the CPU timer sends SIGTRAP: only the sources beside it that
+		 * want SIGPROF go without */
+		sp_sources_refuse(SIGPROF);
+		return 0;
+	}
 	struct sigaction sa = sp_our_action();
 	return SP_REAL(sigaction)(SIGPROF, &sa, NULL) < 0 ? -errno : 0;
 }

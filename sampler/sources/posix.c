@@ -82,13 +82,14 @@ static void sp_posix_detach(struct sp_thread *t)
 	t->armed = false;
 }
 
-/* From the handler (or a wait that took the signal). A pause stores
- * sampling off, then disarms: one that came between the handler's check
- * and this expiry would be undone by it, so the expiry is taken back when
- * sampling is off by now, and set again if a resume came meanwhile. */
+/* From the handler (or a wait that took the signal). Nothing while
+ * sampling is off: a resume sets the next expiry. A pause stores sampling
+ * off, then disarms: one that came between the check and this expiry
+ * would be undone by it, so the expiry is taken back when sampling is off
+ * by now, and set again if a resume came meanwhile. */
 SP_SIGSAFE static void sp_posix_rearm(struct sp_thread *t)
 {
-	if (!t->armed)
+	if (!t->armed || !atomic_load(&sp_g.sampling))
 		return;
 	sp_posix_set(t);
 	if (atomic_load(&sp_g.sampling))

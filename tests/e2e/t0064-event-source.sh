@@ -16,7 +16,8 @@
 # libstackprof-ticks.so): it queues SIGPROF with its cookie at each step,
 # and the handler must hand exactly those 40 signals to it, beside
 # perf-sigtrap (SIGTRAP) and beside posix-cputimer, whose signal is
-# SIGPROF too: none taken for a CPU sample, no CPU signal taken for it.
+# SIGPROF too: none taken for a CPU sample, no CPU signal taken for it,
+# and the CPU samples' weight still the program's CPU time, whole.
 . "$(dirname "$0")/lib.sh"
 LIB="$BUILD/libstackprof-steps.so"
 [ -f "$LIB" ] || fail "$LIB is not built"
@@ -81,6 +82,11 @@ for timer in trap posix; do
 		grep -qE '^ +user 40 samples \(40 count\)' "t-$timer.info"
 	n=$(awk '/^events:/ { print $3 }' "t-$timer.info")
 	check "... and the CPU timer's came to the CPU timer ($n of ~80)" [ "${n:-0}" -ge 40 ]
+	# its signals leave the CPU accounting whole: the steps' 800 ms of
+	# CPU, less at most a period after the last sample
+	ms=$(awk '/^events:/ { v = $5; sub(/^\(/, "", v); if (v ~ /ms\)$/) print v + 0; else print v * 1000 }' "t-$timer.info")
+	check "... the CPU samples weigh the program's CPU whole (${ms:-0} ms of 800)" \
+		awk -v m="${ms:-0}" 'BEGIN { exit !(m >= 760) }'
 	"$SP" collapse --frame func --event user "t-$timer.prof" >"t-$timer.folded"
 	check "... each taken at the step: under main;end_step" \
 		awk '{ if ($0 !~ /;main;end_step;/) bad = 1; n += $NF } END { exit bad || n != 40 }' \

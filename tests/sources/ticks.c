@@ -7,6 +7,8 @@
  * user, weight 1, captured in the handler like a CPU sample. It is this
  * one file: no edit to the handler or to another source.
  * tests/CMakeLists.txt builds it into libstackprof-ticks.so; t0064 runs it.
+ * Its owns op runs in the handler; unit/sigsafe checks the library's own
+ * sources only, so a source in sampler/sources/ lists it in sigsafe.h.
  */
 #include "format/profile.h"
 #include "sampler/base/sys.h"
