@@ -322,6 +322,13 @@ struct sp_prof_stats {
 	/* signals of ours that reached a thread stackprof does not sample: one
 	 * with no slot, or a raw clone() that runs on another thread's TLS */
 	uint64_t stray_signals;
+	/* why that timer ran: "auto's first pick", "asked for
+	 * (STACKPROF_TIMER=posix)", or what auto passed over and why; and
+	 * what one of its interrupts costs the thread it lands on, on this
+	 * host (ns, measured by `stackprof run` with an empty handler,
+	 * tools/timercost.c; 0 if not measured) */
+	char *timer_why;
+	uint64_t timer_irq_ns;
 };
 
 /* -------------------------------------------------------- profile writer */

@@ -84,7 +84,20 @@ static bool sp_grow(void **arr, size_t *cap, size_t need, size_t elem)
 static void sp_stats_release(struct sp_prof_stats *s)
 {
 	free(s->timer);
+	free(s->timer_why);
 	s->timer = NULL;
+	s->timer_why = NULL;
+}
+
+/* Frees the strings of s that other does not share (the stats committed
+ * at the last checkpoint and the ones read since are copies of one
+ * another until a STATS record replaces one). */
+static void sp_stats_free_unless(struct sp_prof_stats *s, const struct sp_prof_stats *other)
+{
+	if (s->timer != other->timer)
+		free(s->timer);
+	if (s->timer_why != other->timer_why)
+		free(s->timer_why);
 }
 
 static void sp_header_release(struct sp_prof_header *h)
@@ -149,8 +162,7 @@ static void sp_rollback(struct sp_reader *r)
 	p->n_ranges = c->ranges;
 	p->n_jits = c->jits;
 	p->n_marks = c->marks;
-	if (p->stats.timer != c->stats.timer)
-		sp_stats_release(&p->stats);
+	sp_stats_free_unless(&p->stats, &c->stats);
 	p->stats = c->stats;
 	p->has_stats = c->has_stats;
 	if (r->has_header && !c->has_header) {
@@ -163,8 +175,7 @@ static void sp_commit(struct sp_reader *r)
 {
 	struct sp_profile *p = r->p;
 	struct sp_counts *c = &r->committed;
-	if (c->stats.timer != p->stats.timer)
-		free(c->stats.timer);
+	sp_stats_free_unless(&c->stats, &p->stats);
 	c->modules = p->n_modules;
 	c->threads = p->n_threads;
 	c->stacks = p->n_stacks;
@@ -567,8 +578,11 @@ static bool sp_parse_record(struct sp_reader *r, uint8_t type, const uint8_t *da
 			s.missed_ns = sp_cursor_uleb(&c);
 		if (c.p < c.end)
 			s.stray_signals = sp_cursor_uleb(&c);
-		if (p->stats.timer != r->committed.stats.timer)
-			sp_stats_release(&p->stats);
+		if (c.p < c.end)
+			s.timer_why = sp_cursor_str(&c);
+		if (c.p < c.end)
+			s.timer_irq_ns = sp_cursor_uleb(&c);
+		sp_stats_free_unless(&p->stats, &r->committed.stats);
 		p->stats = s;
 		p->has_stats = true;
 		break;
@@ -1070,8 +1084,7 @@ struct sp_profile *sp_profile_read(const char *path, char *err, size_t errlen)
 		errno = ENOMEM;
 		goto fail;
 	}
-	if (r.committed.stats.timer != p->stats.timer)
-		free(r.committed.stats.timer);
+	sp_stats_free_unless(&r.committed.stats, &p->stats);
 	inflateEnd(&z);
 	free(pend);
 	free(file);
@@ -1079,8 +1092,8 @@ struct sp_profile *sp_profile_read(const char *path, char *err, size_t errlen)
 fail:
 	if (z_ready)
 		inflateEnd(&z);
-	if (p && r.committed.stats.timer != p->stats.timer)
-		free(r.committed.stats.timer);
+	if (p)
+		sp_stats_free_unless(&r.committed.stats, &p->stats);
 	sp_profile_free(p);
 	free(pend);
 	free(file);

@@ -442,6 +442,8 @@ int sp_prof_writer_stats(struct sp_prof_writer *w, const struct sp_prof_stats *s
 	sp_buf_put_uleb(b, s->threads_missed);
 	sp_buf_put_uleb(b, s->missed_ns);
 	sp_buf_put_uleb(b, s->stray_signals);
+	sp_buf_put_str(b, s->timer_why ? s->timer_why : "");
+	sp_buf_put_uleb(b, s->timer_irq_ns);
 	return sp_prof_writer_emit(w, SP_REC_STATS);
 }
 

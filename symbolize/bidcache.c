@@ -65,8 +65,7 @@ int sp_bidcache_file_id(const char *path, uint8_t *id, size_t cap)
 	return rc;
 }
 
-/* mkdir -p of path's directory part. */
-static int sp_bidcache_mkdirs(const char *path)
+int sp_bidcache_mkdirs(const char *path)
 {
 	char tmp[4096];
 	if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp))

@@ -35,6 +35,10 @@ int sp_bidcache_path(const char *dir, const uint8_t *id, size_t n, char *buf, si
  */
 bool sp_bidcache_is_system(const char *path);
 
+/* mkdir -p of path's directory part (mode 0700: a cache may hold private
+ * binaries), for the cache's files. 0 or -errno. */
+int sp_bidcache_mkdirs(const char *path);
+
 /*
  * Reads the GNU build-id of the ELF file at path into id (cap bytes).
  * Returns its length, 0 if the file has none, or -errno.

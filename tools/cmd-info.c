@@ -85,8 +85,20 @@ static void sp_info_print(FILE *f, const char *path, const struct sp_profile *p,
 		h->max_depth);
 	struct sp_summary s;
 	sp_summary_compute(p, m, &s);
+	if (p->stats.timer_why && p->stats.timer_why[0])
+		fprintf(f, "timer why:   %s\n", p->stats.timer_why);
 	fprintf(f, "achieved:    %.1f Hz (samples per CPU-second of sampled threads)\n",
 		s.achieved_hz);
+	double per, share;
+	if (sp_summary_sample_cost(p, &s, &per, &share))
+		fprintf(f,
+			"interrupts:  %.1f us each on this host (measured by stackprof run with an "
+			"empty handler); with the handler, %.1f us a sample: %.2f%% of the "
+			"sampled CPU\n",
+			(double)p->stats.timer_irq_ns / 1e3, per / 1e3, 100.0 * share);
+	else if (p->stats.timer && !strcmp(p->stats.timer, "perf-sigtrap"))
+		fprintf(f, "interrupts:  not measured (`stackprof run` measures perf-sigtrap's "
+			   "on each host)\n");
 	char cpu[32];
 	sp_textfmt_time(cpu, sizeof(cpu), s.weight_ns);
 	fprintf(f, "samples:     %llu (%s of CPU), %zu unique stacks\n",

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "tools/cli.h"
+#include "tools/timercost.h"
 #include "tools/commands.h"
 #include "export/model.h"
 #include "tools/summary.h"
@@ -160,6 +161,10 @@ static const struct sp_cli_cmd sp_run_cmd = {
 	    "  STACKPROF_OVERWRITE   1: replace an existing STACKPROF_OUT file\n"
 	    "  STACKPROF_QUIET       1: no messages from the library\n"
 	    "  STACKPROF_VERBOSE     1: say where the profile goes and with which timer\n"
+	    "  STACKPROF_TIMER_IRQ_NS  what one perf-sigtrap interrupt costs on this host,\n"
+	    "                        for info and the summary; this command measures it\n"
+	    "                        once per host (0.3 s) and keeps it in the cache's\n"
+	    "                        host-timer file; 0: not measured\n"
 	    "  STACKPROF_MANIFEST    file to which each profiled process appends its path,\n"
 	    "                        and '!error ERRNO PATH' if writing it failed\n"
 	    "  STACKPROF_LIB         (for this command) path of libstackprof.so to preload\n"
@@ -589,7 +594,22 @@ static int sp_run_prepare(struct sp_run *r)
 		snprintf(pypath, n, "%s%s%s", pydir, oldpp && *oldpp ? ":" : "",
 			 oldpp && *oldpp ? oldpp : "");
 	}
+	/* what the default timer's interrupts cost on this host, for the
+	 * summary and `info`: kept per host, measured once (timercost.h).
+	 * Only perf-sigtrap's is measured; a timer asked for by name that
+	 * is another has no figure. */
+	char irq[32] = "";
+	const char *kind = o->timer ? o->timer : getenv("STACKPROF_TIMER");
+	if ((!kind || !kind[0] || !strcmp(kind, "auto") || !strcmp(kind, "trap")) &&
+	    !getenv("STACKPROF_TIMER_IRQ_NS")) {
+		uint64_t ns;
+		bool now;
+		/* 0: too small to see here; 1 ns says "measured" */
+		if (sp_timercost_host(sp_cli_cache_dir(), &ns, &now) == 0)
+			snprintf(irq, sizeof(irq), "%llu", (unsigned long long)(ns ? ns : 1));
+	}
 	int bad = sp_setenv_checked("LD_PRELOAD", preload) ||
+		  sp_setenv_checked("STACKPROF_TIMER_IRQ_NS", irq[0] ? irq : NULL) ||
 		  sp_setenv_checked("STACKPROF_MANIFEST", r->manifest) ||
 		  sp_setenv_checked("STACKPROF_OUT", o->out) ||
 		  sp_setenv_checked("STACKPROF_FREQ", o->freq) ||

@@ -103,6 +103,17 @@ bool sp_summary_own_cpu(const struct sp_profile *p, const struct sp_summary *s, 
 	return true;
 }
 
+bool sp_summary_sample_cost(const struct sp_profile *p, const struct sp_summary *s,
+			    double *per_sample_ns, double *share)
+{
+	const struct sp_prof_stats *st = &p->stats;
+	if (!st->timer_irq_ns || !s->samples || !s->weight_ns)
+		return false;
+	*per_sample_ns = (double)st->timer_irq_ns + (double)st->handler_ns / (double)s->samples;
+	*share = *per_sample_ns * (double)s->samples / (double)s->weight_ns;
+	return true;
+}
+
 const char *sp_summary_periods(const struct sp_profile *p)
 {
 	/* perf timers are hrtimers on each thread's CPU time: periodic, but
@@ -119,9 +130,21 @@ void sp_summary_print_counts(FILE *f, const struct sp_profile *p, const struct s
 	fprintf(f, "%s%llu samples, %s of CPU", prefix, (unsigned long long)s->samples, cpu);
 	if (s->threads)
 		fprintf(f, " on %zu sampled thread%s", s->threads, s->threads == 1 ? "" : "s");
-	fprintf(f, "; timer %s (%s) at %u Hz requested, %.0f Hz achieved per busy thread\n",
-		st->timer ? st->timer : p->header.timer, sp_summary_periods(p), p->header.freq_hz,
-		s->achieved_hz);
+	fprintf(f, "; timer %s (%s%s%s) at %u Hz requested, %.0f Hz achieved per busy thread\n",
+		st->timer ? st->timer : p->header.timer, sp_summary_periods(p),
+		st->timer_why && st->timer_why[0] ? ", " : "", st->timer_why ? st->timer_why : "",
+		p->header.freq_hz, s->achieved_hz);
+	double per, share;
+	if (sp_summary_sample_cost(p, s, &per, &share) && share > 0.02)
+		fprintf(f,
+			"%swarning: each sample cost the program ~%.0f us of CPU here (the timer's "
+			"interrupt %.1f us on this host, measured; the handler %.1f us): ~%.1f%% "
+			"of its CPU at %.0f Hz. For less: -F 100 (~%.1f%%), or --timer posix "
+			"(no interrupt of its own: cheap here, but it fires on the kernel's tick, "
+			"so a loop locked to the tick is sampled at the same few points)\n",
+			prefix, per / 1e3, (double)st->timer_irq_ns / 1e3,
+			(per - (double)st->timer_irq_ns) / 1e3, 100.0 * share, s->achieved_hz,
+			100.0 * per * 100.0 / 1e9);
 	if (st->timer_fallbacks)
 		fprintf(f,
 			"%s%u thread%s had posix-cputimer: the perf descriptors stackprof may "

@@ -59,4 +59,11 @@ bool sp_summary_own_cpu(const struct sp_profile *p, const struct sp_summary *s, 
 /* How the timer placed its samples: "random periods" or "fixed period". */
 const char *sp_summary_periods(const struct sp_profile *p);
 
+/* What sampling cost the program's threads per sample, when the run
+ * measured the host's timer interrupt (stats.timer_irq_ns): the interrupt
+ * plus the handler's body, and as a share of the sampled CPU. false if
+ * not measured. */
+bool sp_summary_sample_cost(const struct sp_profile *p, const struct sp_summary *s,
+			    double *per_sample_ns, double *share);
+
 #endif

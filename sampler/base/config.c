@@ -81,6 +81,7 @@ void sp_config_load(struct sp_config *cfg)
 	sp_env_u32("STACKPROF_RING_KB", 64, 65536, &cfg->ring_kb);
 	sp_env_u32("STACKPROF_FLUSH_MS", 10, 60000, &cfg->flush_ms);
 	sp_env_u32("STACKPROF_MAX_THREADS", 1, SP_MAX_THREADS, &cfg->max_threads);
+	sp_env_u32("STACKPROF_TIMER_IRQ_NS", 0, 10000000, &cfg->timer_irq_ns);
 	const char *t = getenv("STACKPROF_TIMER");
 	if (t && *t) {
 		/* a CPU timer's word: the table of sources knows them

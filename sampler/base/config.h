@@ -34,14 +34,17 @@ enum sp_unwind_mode {
 };
 
 struct sp_config {
-	char out[4096];		     /* STACKPROF_OUT; "" means stackprof.<pid>.prof */
-	bool out_refused;	     /* STACKPROF_OUT holds a control character: no profile */
-	uint32_t freq_hz;	     /* STACKPROF_FREQ, 1..20000, default 100 */
-	uint32_t max_depth;	     /* STACKPROF_MAX_DEPTH, 8..SP_MAX_DEPTH_WORDS, default 512 */
-	uint32_t ring_kb;	     /* STACKPROF_RING_KB per thread, 64..65536, default 1024 */
-	uint32_t flush_ms;	     /* STACKPROF_FLUSH_MS, 10..60000, default 200 */
-	uint32_t max_threads;	     /* STACKPROF_MAX_THREADS, 1..SP_MAX_THREADS (default) */
-	char timer[32];		     /* STACKPROF_TIMER: auto, or a CPU timer's word */
+	char out[4096];	      /* STACKPROF_OUT; "" means stackprof.<pid>.prof */
+	bool out_refused;     /* STACKPROF_OUT holds a control character: no profile */
+	uint32_t freq_hz;     /* STACKPROF_FREQ, 1..20000, default 100 */
+	uint32_t max_depth;   /* STACKPROF_MAX_DEPTH, 8..SP_MAX_DEPTH_WORDS, default 512 */
+	uint32_t ring_kb;     /* STACKPROF_RING_KB per thread, 64..65536, default 1024 */
+	uint32_t flush_ms;    /* STACKPROF_FLUSH_MS, 10..60000, default 200 */
+	uint32_t max_threads; /* STACKPROF_MAX_THREADS, 1..SP_MAX_THREADS (default) */
+	char timer[32];	      /* STACKPROF_TIMER: auto, or a CPU timer's word */
+	/* STACKPROF_TIMER_IRQ_NS: what one perf timer interrupt costs on this
+	 * host, as `stackprof run` measured it (tools/timercost.c); 0 unknown */
+	uint32_t timer_irq_ns;
 	enum sp_unwind_mode unwind;  /* STACKPROF_UNWIND: fast (default), libunwind, check */
 	bool quiet;		     /* STACKPROF_QUIET=1: no messages at all */
 	bool verbose;		     /* STACKPROF_VERBOSE=1 */

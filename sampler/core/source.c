@@ -60,9 +60,17 @@ static int sp_probe(const struct sp_source *s)
 	return s->probe ? s->probe() : 0;
 }
 
+static char sp_why[256];
+
+const char *sp_source_cpu_why(void)
+{
+	return sp_why;
+}
+
 const struct sp_source *sp_source_choose_cpu(const char *word)
 {
 	const struct sp_source *asked = NULL;
+	sp_why[0] = 0;
 	for (unsigned i = 0; i < sp_n_table; i++)
 		if (sp_table[i]->timer && !strcmp(sp_table[i]->timer, word))
 			asked = sp_table[i];
@@ -72,8 +80,10 @@ const struct sp_source *sp_source_choose_cpu(const char *word)
 	int rank = 0;
 	if (asked) {
 		int err = sp_probe(asked);
-		if (!err)
+		if (!err) {
+			snprintf(sp_why, sizeof(sp_why), "asked for (STACKPROF_TIMER=%s)", word);
 			return asked;
+		}
 		if (!asked->auto_rank)
 			return NULL;
 		rank = asked->auto_rank;
@@ -81,10 +91,24 @@ const struct sp_source *sp_source_choose_cpu(const char *word)
 		sp_log("the %s timer can't run here (%s; it needs %s); trying %s", asked->name,
 		       strerror(-err), asked->needs ? asked->needs : "nothing said",
 		       next ? next->name : "nothing else");
+		snprintf(sp_why, sizeof(sp_why), "%s was asked for and can't run here (%s)",
+			 asked->name, strerror(-err));
 	}
-	for (const struct sp_source *s = sp_next_auto(rank); s; s = sp_next_auto(s->auto_rank))
-		if (sp_probe(s) == 0)
+	/* auto's order: what was passed over, and why, is the reason */
+	size_t n = strlen(sp_why);
+	for (const struct sp_source *s = sp_next_auto(rank); s; s = sp_next_auto(s->auto_rank)) {
+		int err = sp_probe(s);
+		if (err == 0) {
+			if (!sp_why[0])
+				snprintf(sp_why, sizeof(sp_why), "auto's first pick");
 			return s;
+		}
+		if (n < sizeof(sp_why))
+			n += (size_t)snprintf(
+			    sp_why + n, sizeof(sp_why) - n, "%s%s can't run here (%s)",
+			    n ? "; " : "auto: ", s->name,
+			    err == -EBUSY ? "a debugger traces the process" : strerror(-err));
+	}
 	return NULL;
 }
 

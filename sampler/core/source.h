@@ -120,6 +120,11 @@ bool sp_source_register(const struct sp_source *s);
  */
 const struct sp_source *sp_source_choose_cpu(const char *word);
 
+/* Why the last sp_source_choose_cpu picked its timer: "auto's first
+ * pick", "asked for (STACKPROF_TIMER=posix)", or what auto passed over
+ * and why. */
+const char *sp_source_cpu_why(void);
+
 /* The CPU timers' words, for a message: "posix, trap, ...". */
 const char *sp_source_cpu_words(void);
 

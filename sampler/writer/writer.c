@@ -689,6 +689,10 @@ static void sp_write_stats(struct sp_wstate *s, uint32_t flags)
 	if (st.threads_missed)
 		st.missed_ns = sp_upcall_missed_ns();
 	st.stray_signals = atomic_load(&sp_g.stray_signals);
+	st.timer_why = (char *)sp_source_cpu_why();
+	/* the figure `stackprof run` measured is perf-sigtrap's (timercost.c) */
+	if (sp_g.cpu->timer && !strcmp(sp_g.cpu->timer, "trap"))
+		st.timer_irq_ns = sp_g.cfg.timer_irq_ns;
 	sp_prof_writer_stats(s->w, &st);
 }
 

@@ -118,6 +118,8 @@ static void make_profile(const char *path)
 	st.flags = SP_STATS_FINAL;
 	st.threads_missed = 2; /* the last fields, read back */
 	st.missed_ns = 123456789;
+	st.timer_why = "auto's first pick";
+	st.timer_irq_ns = 18300;
 	CHECK(sp_prof_writer_stats(w, &st) == 0);
 	CHECK(sp_prof_writer_close(w) == 0);
 	close(fd);
@@ -733,6 +735,8 @@ int main(void)
 		CHECK(p->stacks[0].flags == SP_STACK_TRUNCATED);
 		CHECK(p->has_stats && p->stats.samples == 5 && p->stats.flags == SP_STATS_FINAL);
 		CHECK(p->stats.threads_missed == 2 && p->stats.missed_ns == 123456789);
+		CHECK(p->stats.timer_why && !strcmp(p->stats.timer_why, "auto's first pick") &&
+		      p->stats.timer_irq_ns == 18300);
 		CHECK(!strcmp(p->ranges[0].name, "LINEAR PASS") && !p->ranges[0].cls);
 		/* a module range's class comes back apart from its name */
 		CHECK(!strcmp(p->ranges[1].name, "conv1") && p->ranges[1].cls &&

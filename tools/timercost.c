@@ -1,0 +1,210 @@
+/*
+ * timercost.c - what one interrupt of stackprof's default timer costs the
+ * thread it lands on, on this host (timercost.h).
+ *
+ * The cost of a timer interrupt is the host's, not the program's: on a
+ * bare machine a few microseconds, in a VM whatever the hypervisor takes
+ * to program and deliver the timer (~20-50 us on AMD EPYC guests). It is
+ * charged to the interrupted thread's CPU time, so a loop of fixed work
+ * shows it: the same blocks of work take more CPU time with the timer on.
+ * Blocks alternate off and on; the cost per signal is the difference of
+ * the medians over the signals an "on" block took. The handler is empty,
+ * so what is measured is the timer and the signal's round trip, not
+ * stackprof's handler (whose cost `info` gives apart).
+ */
+#include "tools/timercost.h"
+#include "symbolize/bidcache.h"
+
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef TRAP_PERF
+#define TRAP_PERF 6
+#endif
+
+#define SP_TC_PERIOD_NS 500000ull /* 2 kHz: enough signals in a short block */
+#define SP_TC_BLOCK_NS	20000000ull
+#define SP_TC_ROUNDS	7
+
+static volatile sig_atomic_t sp_tc_signals;
+
+static void sp_tc_handler(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig, (void)si, (void)uc;
+	sp_tc_signals++;
+}
+
+static uint64_t sp_tc_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* n rounds of a dependency chain the compiler can't fold */
+static __attribute__((noinline)) uint64_t sp_tc_work(uint64_t n)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	for (uint64_t i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		__asm__ volatile("" : "+r"(x));
+	}
+	return x;
+}
+
+static int sp_tc_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double sp_tc_median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), sp_tc_cmp);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* perf-sigtrap's event on the calling thread, disabled; fd or -errno */
+static int sp_tc_open(void)
+{
+	struct perf_event_attr a;
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = PERF_COUNT_SW_TASK_CLOCK;
+	a.sample_period = SP_TC_PERIOD_NS;
+	a.disabled = 1;
+	a.exclude_hv = 1;
+	a.sigtrap = 1;
+	a.remove_on_exec = 1;
+	a.sig_data = 0x5443; /* "TC" */
+	long fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0) {
+		a.exclude_kernel = 1; /* perf_event_paranoid 2 */
+		fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	}
+	return fd < 0 ? -errno : (int)fd;
+}
+
+int sp_timercost_measure(struct sp_timercost *out)
+{
+	memset(out, 0, sizeof(*out));
+	int fd = sp_tc_open();
+	if (fd < 0)
+		return fd;
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = sp_tc_handler;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigaction(SIGTRAP, &sa, &old);
+	/* a block of about SP_TC_BLOCK_NS of CPU */
+	uint64_t n = 1u << 16, t0 = sp_tc_cpu_ns();
+	sp_tc_work(n);
+	uint64_t dt = sp_tc_cpu_ns() - t0;
+	n = dt ? n * SP_TC_BLOCK_NS / dt : n * 64;
+	double off[SP_TC_ROUNDS], on[SP_TC_ROUNDS], sig[SP_TC_ROUNDS];
+	/* round -1 warms the caches and the clock up, and is not kept */
+	for (int r = -1; r < SP_TC_ROUNDS; r++) {
+		t0 = sp_tc_cpu_ns();
+		sp_tc_work(n);
+		double b_off = (double)(sp_tc_cpu_ns() - t0);
+		sp_tc_signals = 0;
+		ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+		t0 = sp_tc_cpu_ns();
+		sp_tc_work(n);
+		double b_on = (double)(sp_tc_cpu_ns() - t0);
+		ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+		if (r < 0)
+			continue;
+		off[r] = b_off;
+		on[r] = b_on;
+		sig[r] = sp_tc_signals;
+	}
+	close(fd);
+	sigaction(SIGTRAP, &old, NULL);
+	double s = sp_tc_median(sig, SP_TC_ROUNDS);
+	if (s < 1)
+		return -EAGAIN;
+	double d = sp_tc_median(on, SP_TC_ROUNDS) - sp_tc_median(off, SP_TC_ROUNDS);
+	out->ns_per_signal = d > 0 ? d / s : 0;
+	out->signals = (uint64_t)s * SP_TC_ROUNDS;
+	out->cpu_ns = 0;
+	for (int r = 0; r < SP_TC_ROUNDS; r++)
+		out->cpu_ns += (uint64_t)(on[r] + off[r]);
+	return 0;
+}
+
+/* "model | kernel": what the figure belongs to. A VM moved to another
+ * host kind sees another model; a new kernel may program timers apart. */
+static void sp_tc_key(char *key, size_t len)
+{
+	char model[256] = "unknown CPU", line[512];
+	FILE *f = fopen("/proc/cpuinfo", "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "model name", 10)) {
+			char *v = strchr(line, ':');
+			if (v) {
+				v += strspn(v + 1, " \t") + 1;
+				v[strcspn(v, "\n")] = 0;
+				snprintf(model, sizeof(model), "%s", v);
+			}
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	struct utsname u;
+	snprintf(key, len, "%s | %s", model, uname(&u) == 0 ? u.release : "unknown kernel");
+}
+
+int sp_timercost_host(const char *dir, uint64_t *ns, bool *measured)
+{
+	char key[512], path[4096], line[1024];
+	sp_tc_key(key, sizeof(key));
+	*measured = false;
+	if (dir && snprintf(path, sizeof(path), "%s/host-timer", dir) < (int)sizeof(path)) {
+		FILE *f = fopen(path, "re");
+		while (f && fgets(line, sizeof(line), f)) {
+			char *tab = strchr(line, '\t');
+			if (!tab)
+				continue;
+			*tab = 0;
+			if (!strcmp(line, key)) {
+				*ns = strtoull(tab + 1, NULL, 10);
+				fclose(f);
+				return 0;
+			}
+		}
+		if (f)
+			fclose(f);
+	}
+	struct sp_timercost c;
+	int err = sp_timercost_measure(&c);
+	if (err)
+		return err;
+	*ns = (uint64_t)(c.ns_per_signal + 0.5);
+	*measured = true;
+	/* kept for the next run on this host: one line per host kind */
+	if (dir && sp_bidcache_mkdirs(path) == 0) {
+		FILE *f = fopen(path, "ae");
+		if (f) {
+			fprintf(f, "%s\t%llu\t%lld\n", key, (unsigned long long)*ns,
+				(long long)time(NULL));
+			fclose(f);
+		}
+	}
+	return 0;
+}
