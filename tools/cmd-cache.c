@@ -195,6 +195,11 @@ int sp_cmd_cache(int argc, char **argv)
 			goto out;
 		}
 		printf("removed %d cop%s from %s\n", n, n == 1 ? "y" : "ies", dir);
+		/* and the host's timer figure: the next run measures it again */
+		char host[4096];
+		if (snprintf(host, sizeof(host), "%s/host-timer", dir) < (int)sizeof(host) &&
+		    unlink(host) == 0)
+			printf("removed the timer figure kept for this host (%s)\n", host);
 		rc = sp_cli_finish_output(stdout, "-");
 	}
 out:

@@ -92,9 +92,9 @@ static void sp_info_print(FILE *f, const char *path, const struct sp_profile *p,
 	double per, share;
 	if (sp_summary_sample_cost(p, &s, &per, &share))
 		fprintf(f,
-			"interrupts:  %.1f us each on this host (measured by stackprof run with an "
-			"empty handler); with the handler, %.1f us a sample: %.2f%% of the "
-			"sampled CPU\n",
+			"interrupts:  %.1f us each on this host (as stackprof run measured it with "
+			"an empty handler, or STACKPROF_TIMER_IRQ_NS said); with the handler, "
+			"%.1f us a sample: %.2f%% of the sampled CPU\n",
 			(double)p->stats.timer_irq_ns / 1e3, per / 1e3, 100.0 * share);
 	else if (p->stats.timer && !strcmp(p->stats.timer, "perf-sigtrap"))
 		fprintf(f, "interrupts:  not measured (`stackprof run` measures perf-sigtrap's "

@@ -600,12 +600,13 @@ static int sp_run_prepare(struct sp_run *r)
 	 * is another has no figure. */
 	char irq[32] = "";
 	const char *kind = o->timer ? o->timer : getenv("STACKPROF_TIMER");
-	if ((!kind || !kind[0] || !strcmp(kind, "auto") || !strcmp(kind, "trap")) &&
-	    !getenv("STACKPROF_TIMER_IRQ_NS")) {
+	bool other = kind && (!strcmp(kind, "posix") || !strcmp(kind, "perf") ||
+			      !strcmp(kind, "thread") || !strcmp(kind, "itimer"));
+	if (!other && !getenv("STACKPROF_TIMER_IRQ_NS")) {
 		uint64_t ns;
 		bool now;
 		/* 0: too small to see here; 1 ns says "measured" */
-		if (sp_timercost_host(sp_cli_cache_dir(), &ns, &now) == 0)
+		if (sp_timercost_host(sp_cli_cache_dir(), !o->no_cache, &ns, &now) == 0)
 			snprintf(irq, sizeof(irq), "%llu", (unsigned long long)(ns ? ns : 1));
 	}
 	int bad = sp_setenv_checked("LD_PRELOAD", preload) ||

@@ -135,16 +135,23 @@ void sp_summary_print_counts(FILE *f, const struct sp_profile *p, const struct s
 		st->timer_why && st->timer_why[0] ? ", " : "", st->timer_why ? st->timer_why : "",
 		p->header.freq_hz, s->achieved_hz);
 	double per, share;
-	if (sp_summary_sample_cost(p, s, &per, &share) && share > 0.02)
+	if (sp_summary_sample_cost(p, s, &per, &share) && share > 0.02) {
+		/* the rate at which the same sample costs about 1% */
+		unsigned hz = (unsigned)(0.01 * 1e9 / per);
+		hz = hz >= 100 ? hz / 100 * 100 : hz >= 10 ? hz / 10 * 10 : hz ? hz : 1;
+		char lower[64] = "";
+		if (hz < p->header.freq_hz)
+			snprintf(lower, sizeof(lower), "-F %u (~1%%), or ", hz);
 		fprintf(f,
 			"%swarning: each sample cost the program ~%.0f us of CPU here (the timer's "
-			"interrupt %.1f us on this host, measured; the handler %.1f us): ~%.1f%% "
-			"of its CPU at %.0f Hz. For less: -F 100 (~%.1f%%), or --timer posix "
-			"(no interrupt of its own: cheap here, but it fires on the kernel's tick, "
-			"so a loop locked to the tick is sampled at the same few points)\n",
+			"interrupt %.1f us on this host; the handler %.1f us): ~%.1f%% of its CPU "
+			"at %.0f Hz. For less: %s--timer posix (no interrupt of its own, but it "
+			"fires on the kernel's tick, so a loop locked to the tick is sampled at "
+			"the same few points)\n",
 			prefix, per / 1e3, (double)st->timer_irq_ns / 1e3,
 			(per - (double)st->timer_irq_ns) / 1e3, 100.0 * share, s->achieved_hz,
-			100.0 * per * 100.0 / 1e9);
+			lower);
+	}
 	if (st->timer_fallbacks)
 		fprintf(f,
 			"%s%u thread%s had posix-cputimer: the perf descriptors stackprof may "

@@ -16,6 +16,7 @@
 #include "symbolize/bidcache.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <linux/perf_event.h>
 #include <signal.h>
 #include <stdint.h>
@@ -99,9 +100,29 @@ static int sp_tc_open(void)
 	return fd < 0 ? -errno : (int)fd;
 }
 
+/* Whether this process is traced (a debugger would stop at every
+ * SIGTRAP) or under seccomp (a filter may kill it for perf_event_open):
+ * then nothing is measured, as the library would not use perf-sigtrap or
+ * would probe it in a child first (sampler/sources/perfevent.c). */
+static bool sp_tc_unsafe(void)
+{
+	char line[256];
+	bool unsafe = false;
+	FILE *f = fopen("/proc/self/status", "re");
+	while (f && fgets(line, sizeof(line), f))
+		if ((!strncmp(line, "TracerPid:", 10) && strtol(line + 10, NULL, 10) != 0) ||
+		    (!strncmp(line, "Seccomp:", 8) && strtol(line + 8, NULL, 10) != 0))
+			unsafe = true;
+	if (f)
+		fclose(f);
+	return unsafe;
+}
+
 int sp_timercost_measure(struct sp_timercost *out)
 {
 	memset(out, 0, sizeof(*out));
+	if (sp_tc_unsafe())
+		return -EPERM;
 	int fd = sp_tc_open();
 	if (fd < 0)
 		return fd;
@@ -110,6 +131,12 @@ int sp_timercost_measure(struct sp_timercost *out)
 	sa.sa_sigaction = sp_tc_handler;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigaction(SIGTRAP, &sa, &old);
+	/* a perf signal that finds SIGTRAP blocked is forced through with
+	 * the default action on kernels before 6.2: it is open meanwhile */
+	sigset_t trap, oldmask;
+	sigemptyset(&trap);
+	sigaddset(&trap, SIGTRAP);
+	pthread_sigmask(SIG_UNBLOCK, &trap, &oldmask);
 	/* a block of about SP_TC_BLOCK_NS of CPU */
 	uint64_t n = 1u << 16, t0 = sp_tc_cpu_ns();
 	sp_tc_work(n);
@@ -134,6 +161,7 @@ int sp_timercost_measure(struct sp_timercost *out)
 		sig[r] = sp_tc_signals;
 	}
 	close(fd);
+	pthread_sigmask(SIG_SETMASK, &oldmask, NULL);
 	sigaction(SIGTRAP, &old, NULL);
 	double s = sp_tc_median(sig, SP_TC_ROUNDS);
 	if (s < 1)
@@ -152,25 +180,35 @@ int sp_timercost_measure(struct sp_timercost *out)
 static void sp_tc_key(char *key, size_t len)
 {
 	char model[256] = "unknown CPU", line[512];
+	bool vm = false, named = false;
 	FILE *f = fopen("/proc/cpuinfo", "re");
 	while (f && fgets(line, sizeof(line), f)) {
-		if (!strncmp(line, "model name", 10)) {
-			char *v = strchr(line, ':');
-			if (v) {
-				v += strspn(v + 1, " \t") + 1;
-				v[strcspn(v, "\n")] = 0;
-				snprintf(model, sizeof(model), "%s", v);
-			}
-			break;
+		/* x86's model name; arm64 says only its part number */
+		bool name = !strncmp(line, "model name", 10);
+		if ((name || (!named && !strncmp(line, "CPU part", 8))) && strchr(line, ':')) {
+			char *v = strchr(line, ':') + 1;
+			v += strspn(v, " \t");
+			v[strcspn(v, "\n")] = 0;
+			snprintf(model, sizeof(model), "%s", v);
+			named = true;
 		}
+		if (!strncmp(line, "flags", 5) && strstr(line, " hypervisor"))
+			vm = true;
+		if (name && vm)
+			break;
 	}
 	if (f)
 		fclose(f);
 	struct utsname u;
-	snprintf(key, len, "%s | %s", model, uname(&u) == 0 ? u.release : "unknown kernel");
+	bool un = uname(&u) == 0;
+	snprintf(key, len, "%s | %s | %s%s", model, un ? u.machine : "?",
+		 un ? u.release : "unknown kernel", vm ? " | guest" : "");
+	for (char *p = key; *p; p++)
+		if (*p == '\t' || *p == '\n')
+			*p = ' '; /* the file's separators */
 }
 
-int sp_timercost_host(const char *dir, uint64_t *ns, bool *measured)
+int sp_timercost_host(const char *dir, bool keep, uint64_t *ns, bool *measured)
 {
 	char key[512], path[4096], line[1024];
 	sp_tc_key(key, sizeof(key));
@@ -183,8 +221,11 @@ int sp_timercost_host(const char *dir, uint64_t *ns, bool *measured)
 				continue;
 			*tab = 0;
 			if (!strcmp(line, key)) {
-				*ns = strtoull(tab + 1, NULL, 10);
+				long long v = strtoll(tab + 1, NULL, 10);
 				fclose(f);
+				if (v < 0)
+					return (int)v; /* it could not be measured here */
+				*ns = (uint64_t)v;
 				return 0;
 			}
 		}
@@ -193,18 +234,18 @@ int sp_timercost_host(const char *dir, uint64_t *ns, bool *measured)
 	}
 	struct sp_timercost c;
 	int err = sp_timercost_measure(&c);
-	if (err)
-		return err;
-	*ns = (uint64_t)(c.ns_per_signal + 0.5);
-	*measured = true;
-	/* kept for the next run on this host: one line per host kind */
-	if (dir && sp_bidcache_mkdirs(path) == 0) {
+	*ns = err ? 0 : (uint64_t)(c.ns_per_signal + 0.5);
+	*measured = !err;
+	/* kept for the next run on this host, one line per host kind; a
+	 * failure too (-errno), so that it is not tried on every run. A
+	 * traced run or one under seccomp is not this host's answer. */
+	if (keep && dir && err != -EPERM && sp_bidcache_mkdirs(path) == 0) {
 		FILE *f = fopen(path, "ae");
 		if (f) {
-			fprintf(f, "%s\t%llu\t%lld\n", key, (unsigned long long)*ns,
+			fprintf(f, "%s\t%lld\t%lld\n", key, err ? (long long)err : (long long)*ns,
 				(long long)time(NULL));
 			fclose(f);
 		}
 	}
-	return 0;
+	return err;
 }

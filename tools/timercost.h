@@ -20,9 +20,11 @@ struct sp_timercost {
 int sp_timercost_measure(struct sp_timercost *out);
 
 /* This host's figure in *ns: the one kept in DIR/host-timer for this CPU
- * model and kernel, or measured now (*measured set) and kept there (DIR
- * made if missing; NULL: not kept). 0, or -errno when it can't be
- * measured here. */
-int sp_timercost_host(const char *dir, uint64_t *ns, bool *measured);
+ * model, architecture, kernel and guest-or-not, or measured now
+ * (*measured set) and, with keep, kept there (DIR made if missing). 0, or
+ * -errno when it can't be measured here (kept too, and returned again):
+ * -EPERM when this process is traced or under seccomp. `stackprof cache
+ * clear` removes the file: the next run measures again. */
+int sp_timercost_host(const char *dir, bool keep, uint64_t *ns, bool *measured);
 
 #endif

@@ -17,7 +17,7 @@
 . "$(dirname "$0")/lib.sh"
 unset STACKPROF_TIMER_IRQ_NS
 
-probe=$("$SP" run --no-summary -o probe.prof -- "$BIN/chain" 1 2>&1 >/dev/null; "$SP" info probe.prof)
+probe=$(STACKPROF_TIMER_IRQ_NS=0 "$SP" run --no-summary -o probe.prof -- "$BIN/chain" 1 2>&1 >/dev/null; "$SP" info probe.prof)
 echo "$probe" | grep -q '^timer: *perf-sigtrap' ||
 	skip "the default timer here is not perf-sigtrap (perf_event_paranoid or seccomp): no interrupt to measure"
 rm -rf "$STACKPROF_CACHE_DIR"
@@ -27,8 +27,9 @@ check "a first run measured the host and kept one line for it" \
 	bash -c "[ \$(wc -l <'$STACKPROF_CACHE_DIR/host-timer') -eq 1 ]"
 cat "$STACKPROF_CACHE_DIR/host-timer"
 ns=$(awk -F'\t' '{ print $2 }' "$STACKPROF_CACHE_DIR/host-timer")
-check "... a figure in ns, between 0.05 and 1000 us ($ns)" \
-	awk -v n="${ns:-0}" 'BEGIN { exit !(n >= 50 && n <= 1000000) }'
+# a bare machine's interrupt may be too small to see (0); a guest's is not
+check "... a figure in ns, at most 1000 us ($ns)" \
+	awk -v n="${ns:--1}" 'BEGIN { exit !(n ~ /^[0-9]+$/ && n <= 1000000) }'
 cp "$STACKPROF_CACHE_DIR/host-timer" kept
 "$SP" run --no-summary -o b.prof -- "$BIN/chain" 1 >/dev/null 2>&1
 check "a second run reused it: the file is as it was" cmp -s kept "$STACKPROF_CACHE_DIR/host-timer"
@@ -60,7 +61,18 @@ check "... and taken as auto" bash -c "'$SP' info u.prof | grep -q \"^timer why:
 STACKPROF_TIMER_IRQ_NS=100000 "$SP" run -F 1000 -o w.prof -- "$BIN/chain" 1 >/dev/null 2>w.err
 grep warning w.err
 check "a costly timer: the summary says what a sample cost and the choices" \
-	grep -qE 'warning: each sample cost the program ~1[0-9][0-9] us of CPU here .*-F 100 .*--timer posix' w.err
+	grep -qE 'warning: each sample cost the program ~1[0-9][0-9] us of CPU here .*-F [0-9]+ \(~1%\), or --timer posix' w.err
 STACKPROF_TIMER_IRQ_NS=1000 "$SP" run -F 100 -o c.prof -- "$BIN/chain" 1 >/dev/null 2>c.err
 check "a cheap one: no warning" bash -c "! grep -q 'warning: each sample cost' c.err"
+
+# --no-cache keeps nothing: measured, not written
+rm -rf "$STACKPROF_CACHE_DIR"
+"$SP" run --no-summary --no-cache -o nc.prof -- "$BIN/chain" 1 >/dev/null 2>&1
+check "--no-cache: measured but not kept" bash -c "[ ! -e '$STACKPROF_CACHE_DIR/host-timer' ] &&
+	'$SP' info nc.prof | grep -q '^interrupts: *[0-9.]* us each'"
+# cache clear takes the figure away: the next run measures again
+"$SP" run --no-summary -o k.prof -- "$BIN/chain" 1 >/dev/null 2>&1
+"$SP" cache clear >clear.txt
+check "cache clear removes the host's figure too" \
+	bash -c "grep -q 'timer figure' clear.txt && [ ! -e '$STACKPROF_CACHE_DIR/host-timer' ]"
 finish
