@@ -129,6 +129,14 @@ run() {
 	perf-dwarf) pre=(perf record -q -F "$hz" -e cpu-clock --call-graph dwarf -o "$d/perf.data" --) ;;
 	esac
 	"$T/cputime" "$d/rusage" "${pre[@]}" "${cmd[@]}" >"$d/out" 2>"$d/err"
+	local st
+	st=$(awk '{ print $5 }' "$d/rusage" 2>/dev/null)
+	if [ "${st:-1}" != 0 ]; then
+		echo "peers: $w under $row failed (wait status ${st:-?}): $(tail -1 "$d/err")" >&2
+		echo "- -"
+		rm -rf "$d"
+		return
+	fi
 	local s=-
 	if [ -f "$d/s.prof" ]; then
 		s=$(stackprof_field "$d/s.prof" | awk '{ print $1 }')
@@ -143,7 +151,7 @@ run() {
 # resnet18's iterations: about 1 s of wall time unprofiled
 if [ -z "$iters" ]; then
 	iters=10
-	ms=$("$RN" --batch 1 --threads 2 --iters 10 2>/dev/null | awk '/median/ { print $2 }')
+	ms=$("$RN" --batch 1 --threads 2 --iters 10 2>/dev/null | sed -n 's/.* median \([0-9.]*\) ms.*/\1/p')
 	[ -n "$ms" ] && iters=$(awk -v m="$ms" 'BEGIN { n = int(1000 / m); print n < 5 ? 5 : n }')
 fi
 
