@@ -17,6 +17,9 @@
 #   stackprof TIMER     the same with STACKPROF_TIMER=TIMER, for each of
 #                       stackprof's other timers: perf, posix, thread, itimer
 #                       (resnet18; torch runs them with --all-timers)
+#   stackprof paused    the same with STACKPROF_START=0: the library present,
+#                       no sampling (the presence's cost; at the first rate
+#                       only, as it has none)
 #   timer alone         bench/empty_timer.c: the default's timer kind at HZ on
 #                       every thread with an empty handler. No sampler using
 #                       that timer can cost less on this host
@@ -47,7 +50,7 @@
 #   -w WORKLOADS  which workloads (default "resnet18 torch")
 #   --all-timers  every stackprof timer on torch too
 #   --quick       -n 3 -j 4
-# Runtime with the defaults: about 13 minutes here (2 CPUs). Installs
+# Runtime with the defaults: about 14 minutes here (2 CPUs). Installs
 # nothing: `apt-get install google-perftools linux-perf python3-torch
 # python3-torchvision` gives every row.
 here=$(cd "$(dirname "$0")" && pwd)
@@ -121,6 +124,8 @@ run() {
 	case $row in
 	base) ;;
 	sp) pre=(env LD_PRELOAD="$LIB" STACKPROF_OUT="$d/s.prof" STACKPROF_FREQ="$hz" STACKPROF_QUIET=1) ;;
+	sp-paused) pre=(env LD_PRELOAD="$LIB" STACKPROF_OUT="$d/s.prof" STACKPROF_FREQ="$hz" STACKPROF_QUIET=1
+		STACKPROF_START=0) ;;
 	sp-*) pre=(env LD_PRELOAD="$LIB" STACKPROF_OUT="$d/s.prof" STACKPROF_FREQ="$hz" STACKPROF_QUIET=1
 		STACKPROF_TIMER="${row#sp-}") ;;
 	alone) pre=(env LD_PRELOAD="$T/empty_timer.so" EMPTY_HZ="$hz" EMPTY_KIND="$kind" EMPTY_THREADS=all) ;;
@@ -175,10 +180,13 @@ for w in $workloads; do
 	fi
 	[ "$kind" != - ] && rows="$rows alone"
 	rows="$rows $peers"
+	first=${rates%% *}
 	for hz in $rates; do
-		echo "peers: $w at $hz Hz, $pairs pairs a row, rows: $rows" >&2
+		hrows=$rows
+		[ "$hz" = "$first" ] && hrows="sp-paused $rows"
+		echo "peers: $w at $hz Hz, $pairs pairs a row, rows: $hrows" >&2
 		for ((p = 1; p <= pairs; p++)); do
-			for row in $rows; do
+			for row in $hrows; do
 				if ((p % 2)); then
 					read -r pc ps < <(run "$w" "$row" "$hz" "$p")
 					read -r bc _ < <(run "$w" base "$hz" "$p$row")
@@ -197,6 +205,7 @@ took=$(($(date +%s) - start))
 label() {
 	case $1 in
 	sp) echo "stackprof default" ;;
+	sp-paused) echo "stackprof paused" ;;
 	sp-*) echo "stackprof ${1#sp-}" ;;
 	alone) echo "timer alone ($kind)" ;;
 	gperf) echo "gperftools" ;;
@@ -239,7 +248,7 @@ echo "CPU: user + system time of everything the command ran (wait4's rusage: eve
 echo "  profiler's own threads and perf's own process, start-up and the final flush included)"
 echo "ratio: median over pairs of with / without; each pair back to back, the order flipping"
 echo "over floor: the row's ratio minus the timer-alone row's, in points"
-echo "targets (issue 26): stackprof default within 1 point of gperftools at 100 Hz"
+echo "targets (issue 26): stackprof default within 1 point of gperftools at 100 Hz; paused at most 0.3%"
 for n in "${notes[@]}"; do echo "note: $n"; done
 echo
 echo "command: $cmdline"
