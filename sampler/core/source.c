@@ -137,9 +137,9 @@ void sp_sources_start(void)
 		const struct sp_source *s = sp_table[i];
 		if (s->timer && s != sp_g.cpu)
 			continue;
-		int err = !s->timer && s->signo && (sp_refused & (1ull << s->signo)) ? -EBUSY
-			  : s->start						     ? s->start()
-										     : 0;
+		/* a source beside the CPU timer whose signal the program holds */
+		bool refused = !s->timer && s->signo && (sp_refused & (1ull << s->signo));
+		int err = refused ? -EBUSY : s->start ? s->start() : 0;
 		if (err) {
 			sp_log("event source %s can't start here (%s); its samples are left out",
 			       s->name, strerror(-err));
