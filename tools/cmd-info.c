@@ -135,8 +135,19 @@ static void sp_info_print(FILE *f, const char *path, const struct sp_profile *p,
 	char own[160];
 	if (sp_summary_own_cpu(p, &s, own, sizeof(own))) {
 		fprintf(f, "own CPU:     %s\n", own);
-		fprintf(f,
-			"             (not the kernel's timer interrupts and signal delivery)\n");
+		if (p->stats.timer_irq_ns) {
+			/* the interrupts at this host's measured price, apart:
+			 * an estimate, where the rest is clocked */
+			char irq[32];
+			sp_textfmt_time(irq, sizeof(irq), p->stats.timer_irq_ns * s.samples);
+			fprintf(
+			    f,
+			    "             and the timer's interrupts: ~%s more (%llu samples at "
+			    "this host's measured price)\n",
+			    irq, (unsigned long long)s.samples);
+		} else
+			fprintf(f, "             (not the kernel's timer interrupts and signal "
+				   "delivery)\n");
 	}
 	if (p->n_pyinfos) {
 		const struct sp_prof_pyinfo *pi = &p->pyinfos[p->n_pyinfos - 1];

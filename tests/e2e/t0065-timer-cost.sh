@@ -40,6 +40,8 @@ check "info: why the timer ran" grep -q "^timer why: *auto's first pick" a.info
 us=$(awk -v n="$ns" 'BEGIN { printf "%.1f", n / 1000 }')
 check "info: its interrupts' cost on this host ($us us)" \
 	grep -qE "^interrupts: +$us us each on this host .*: [0-9.]+% of the sampled CPU" a.info
+check "info: own CPU has the interrupts' estimate beside it" \
+	grep -qE '^ +and the timer.s interrupts: ~[0-9.]+ ?[mu]?s more \([0-9]+ samples at this host.s measured price\)' a.info
 check "the summary's timer line says why" \
 	grep -q "timer perf-sigtrap (fixed period, auto's first pick) at" a.err
 
