@@ -237,12 +237,23 @@ struct sp_run {
 
 /* ---- options -------------------------------------------------------------- */
 
+/* --timer's words (the library's table of sources knows the same) */
+static const char *const sp_run_timers[] = {"auto",   "posix",	"trap", "perf",
+					    "thread", "itimer", NULL};
+
+static bool sp_run_in(const char *v, const char *const *list)
+{
+	for (size_t i = 0; list[i]; i++)
+		if (!strcmp(v, list[i]))
+			return true;
+	return false;
+}
+
 static bool sp_run_check_choice(struct sp_cli_args *a, const char *v, const char *what,
 				const char *const *allowed)
 {
-	for (size_t i = 0; allowed[i]; i++)
-		if (!strcmp(v, allowed[i]))
-			return true;
+	if (sp_run_in(v, allowed))
+		return true;
 	sp_cli_bad(a, "%s", what);
 	return false;
 }
@@ -250,8 +261,6 @@ static bool sp_run_check_choice(struct sp_cli_args *a, const char *v, const char
 /* Reads the options; false to stop with a->rc (help printed, or a usage error). */
 static bool sp_run_parse(struct sp_run *r, struct sp_cli_args *a)
 {
-	static const char *const timers[] = {"auto",   "posix",	 "trap", "perf",
-					     "thread", "itimer", NULL};
 	static const char *const unwinds[] = {"fast", "libunwind", "check", NULL};
 	struct sp_run_opts *o = &r->o;
 	unsigned long v;
@@ -284,7 +293,7 @@ static bool sp_run_parse(struct sp_run *r, struct sp_cli_args *a)
 			if (!sp_run_check_choice(
 				a, a->value,
 				"--timer must be auto, posix, trap, perf, thread or itimer",
-				timers))
+				sp_run_timers))
 				return false;
 			o->timer = a->value;
 			break;
@@ -600,8 +609,8 @@ static int sp_run_prepare(struct sp_run *r)
 	 * is another has no figure. */
 	char irq[32] = "";
 	const char *kind = o->timer ? o->timer : getenv("STACKPROF_TIMER");
-	bool other = kind && (!strcmp(kind, "posix") || !strcmp(kind, "perf") ||
-			      !strcmp(kind, "thread") || !strcmp(kind, "itimer"));
+	bool other = kind && sp_run_in(kind, sp_run_timers) && strcmp(kind, "auto") != 0 &&
+		     strcmp(kind, "trap") != 0;
 	if (!other && !getenv("STACKPROF_TIMER_IRQ_NS")) {
 		uint64_t ns;
 		bool now;

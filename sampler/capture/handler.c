@@ -352,18 +352,17 @@ void sp_handler_body(int sig, siginfo_t *si, void *uc)
 	 * throttle) is the CPU timer's: another source's signal leaves it be,
 	 * but for its handler's own time, which is in no sample's weight. */
 	bool cpu = src->timer != NULL;
-	if (cpu)
-		atomic_store_explicit(&t->cpu_last, c0, memory_order_relaxed);
 	rearm = src->rearm != NULL;
-	if (cpu && t->throttle) {
-		/* like a lower rate: the skipped time goes to the next sample
-		 * taken, so the thread's CPU total stays whole */
-		t->throttle--;
-		t->throttled_weight += weight;
-		atomic_fetch_add_explicit(&t->throttled, 1, memory_order_relaxed);
-		goto out;
-	}
 	if (cpu) {
+		atomic_store_explicit(&t->cpu_last, c0, memory_order_relaxed);
+		if (t->throttle) {
+			/* like a lower rate: the skipped time goes to the next
+			 * sample taken, so the thread's CPU total stays whole */
+			t->throttle--;
+			t->throttled_weight += weight;
+			atomic_fetch_add_explicit(&t->throttled, 1, memory_order_relaxed);
+			goto out;
+		}
 		weight += t->throttled_weight;
 		t->throttled_weight = 0;
 	}

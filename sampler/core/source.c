@@ -149,8 +149,10 @@ void sp_sources_start(void)
 		if (s->signo)
 			bits |= 1ull << s->signo;
 	}
+	/* the CPU timer's signal stays ours even if its start failed, as the
+	 * handler and the mask (sigmask.h) have always taken it */
 	if (sp_g.cpu && sp_g.cpu->signo)
-		bits |= 1ull << sp_g.cpu->signo; /* a thread handed to another timer */
+		bits |= 1ull << sp_g.cpu->signo;
 	atomic_store(&sp_run_signals, bits);
 	atomic_store(&sp_n_run, n);
 }
